@@ -1,0 +1,3 @@
+from wiredump.cli.app import main
+
+main()

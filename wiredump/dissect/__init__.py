@@ -1,0 +1,1 @@
+"""Capture → packets → TCP streams → protocol frames → correlation → tables."""

@@ -1,0 +1,129 @@
+"""Pairing requests with responses, one correlator per connection.
+
+A protocol decides what the key is (Kafka: correlation id; Pulsar: request id and a
+response type that fits; TANK: request id) and calls `request` / `response`; the
+correlator links the two frames (peer packet both ways, latency on the later one),
+keeps the request held back from the output until its answer is known, and records
+the exchange. Outstanding requests are bounded per connection.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from collections.abc import Callable, Hashable
+
+from wiredump.dissect.model import Exchange, Frame
+
+ANSWERED = "answered"
+UNANSWERED = "unanswered"
+NO_REQUEST = "no_request"
+NO_RESPONSE_EXPECTED = "no_response_expected"
+
+
+class Correlator:
+    def __init__(self, stream: int, protocol: str, max_pending: int = 65536) -> None:
+        self.stream = stream
+        self.protocol = protocol
+        self.max_pending = max_pending
+        self._pending: OrderedDict[Hashable, deque[Frame]] = OrderedDict()
+        self._count = 0
+        self._done: list[tuple[str, Frame | None, Frame | None]] = []
+        self.evicted = 0
+
+    # -- what protocols call -------------------------------------------------------------
+    def request(self, frame: Frame, key: Hashable, expects_response: bool = True) -> None:
+        """Register a request; it is held until answered when it expects a response."""
+        if not expects_response:
+            self._done.append((NO_RESPONSE_EXPECTED, frame, None))
+            return
+        frame.awaiting = True
+        q = self._pending.get(key)
+        if q is None:
+            q = self._pending[key] = deque()
+        q.append(frame)
+        self._count += 1
+        if self._count > self.max_pending:
+            self._evict_oldest()
+
+    def peek(self, key: Hashable, fits: Callable[[Frame], bool] | None = None) -> Frame | None:
+        """The request a response with this key would pair with, without pairing it."""
+        q = self._pending.get(key)
+        if not q:
+            return None
+        for req in q:
+            if fits is None or fits(req):
+                return req
+        return None
+
+    def response(
+        self, frame: Frame, key: Hashable, fits: Callable[[Frame], bool] | None = None
+    ) -> Frame | None:
+        """Pair a response with the oldest fitting request under `key`; None if there is none."""
+        req = self.peek(key, fits)
+        if req is None:
+            self._done.append((NO_REQUEST, None, frame))
+            return None
+        q = self._pending[key]
+        q.remove(req)
+        if not q:
+            del self._pending[key]
+        self._count -= 1
+        self.link(req, frame)
+        self._done.append((ANSWERED, req, frame))
+        return req
+
+    def event_pair(self, first: Frame, second: Frame) -> None:
+        """Link two frames that belong together without an exchange row (e.g. acks)."""
+        self.link(first, second)
+
+    @staticmethod
+    def link(req: Frame, resp: Frame) -> None:
+        req.awaiting = False
+        req.peer_packet = resp.packet or None
+        resp.peer_packet = req.packet
+        if resp.ts_us and req.ts_us:
+            resp.latency_us = resp.ts_us - req.ts_us
+
+    # -- what the engine calls -----------------------------------------------------------
+    def drain(self, stream: int) -> list[Exchange]:
+        """Exchanges completed since the last call, as table rows."""
+        out = [self._row(status, req, resp) for status, req, resp in self._done]
+        self._done.clear()
+        return out
+
+    def close(self) -> list[Exchange]:
+        """Every request still outstanding becomes unanswered."""
+        for q in self._pending.values():
+            for req in q:
+                req.awaiting = False
+                self._done.append((UNANSWERED, req, None))
+        self._pending.clear()
+        self._count = 0
+        return self.drain(self.stream)
+
+    def _evict_oldest(self) -> None:
+        key, q = next(iter(self._pending.items()))
+        req = q.popleft()
+        if not q:
+            del self._pending[key]
+        self._count -= 1
+        self.evicted += 1
+        req.awaiting = False
+        self._done.append((UNANSWERED, req, None))
+
+    def _row(self, status: str, req: Frame | None, resp: Frame | None) -> Exchange:
+        first = req or resp
+        assert first is not None
+        return Exchange(
+            stream=self.stream,
+            protocol=self.protocol,
+            type=first.type,
+            correlation_id=first.correlation_id,
+            status=status,
+            request_packet=req.packet if req else None,
+            response_packet=resp.packet if resp else None,
+            request_ts_us=req.ts_us if req else None,
+            response_ts_us=resp.ts_us if resp else None,
+            latency_us=resp.latency_us if (req and resp) else None,
+            error_code=resp.error_code if resp else None,
+        )

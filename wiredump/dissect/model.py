@@ -1,0 +1,149 @@
+"""The records that flow from decoders to sinks.
+
+Decoders fill in what they know of a frame (type, ids, fields, messages, anomalies);
+the framing engine fills in where it sits in the capture (packets, stream, time,
+length); the correlator fills in the peer and latency. Keeping one plain record per
+concept lets every sink (timeline, Parquet, check) read the same thing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Frame statuses, as in the frames table of the contract.
+OK = "ok"
+MALFORMED = "malformed"
+BAD_CHECKSUM = "bad_checksum"
+TRUNCATED = "truncated"
+UNKNOWN_TYPE = "unknown_type"
+UNSUPPORTED_VERSION = "unsupported_version"
+UNDECODABLE = "undecodable"
+STATUSES = (OK, MALFORMED, BAD_CHECKSUM, TRUNCATED, UNKNOWN_TYPE, UNSUPPORTED_VERSION, UNDECODABLE)
+
+CLIENT = "client"
+SERVER = "server"
+
+REQUEST = "request"
+RESPONSE = "response"
+EVENT = "event"
+
+PRODUCE = "produce"
+DELIVER = "deliver"
+
+
+@dataclass(slots=True)
+class Anomaly:
+    """One problem found; `offset` is the byte offset inside the frame when there is one."""
+
+    kind: str
+    detail: str
+    offset: int | None = None
+    packet: int = 0
+    stream: int | None = None
+    protocol: str | None = None
+
+
+@dataclass(slots=True)
+class Message:
+    """One application message carried by a frame (Kafka record, Pulsar message, event…)."""
+
+    direction: str
+    value_size: int
+    topic: str | None = None
+    partition: int | None = None
+    offset: int | None = None
+    message_id: str | None = None
+    key: bytes | None = None
+    value: bytes | None = None
+    timestamp_ms: int | None = None
+    headers: list[tuple[str, bytes | None]] | None = None
+    compression: str | None = None
+    checksum_ok: bool | None = None
+    detail: dict[str, Any] | None = None
+
+
+@dataclass(slots=True, eq=False)
+class Frame:
+    """One protocol data unit.
+
+    `fields` is the full decode (JSON-able; bytes are rendered as hex by sinks).
+    `context` is private to the protocol (e.g. the request a response was decoded
+    with) and never exported.
+    """
+
+    protocol: str
+    type: str
+    type_code: int
+    kind: str = EVENT
+    version: int | None = None
+    correlation_id: int | None = None
+    status: str = OK
+    error_code: int | None = None
+    error: str | None = None
+    summary: str = ""
+    fields: dict[str, Any] = field(default_factory=dict)
+    messages: list[Message] = field(default_factory=list)
+    anomalies: list[Anomaly] = field(default_factory=list)
+    context: Any = None
+    # Filled in by the framing engine.
+    role: str = CLIENT
+    packet: int = 0
+    first_packet: int = 0
+    ts_us: int = 0
+    stream: int = 0
+    src: str = ""
+    src_port: int = 0
+    dst: str = ""
+    dst_port: int = 0
+    length: int = 0
+    data: bytes | None = None
+    # Filled in by the correlator.
+    peer_packet: int | None = None
+    latency_us: int | None = None
+    awaiting: bool = False
+    exchange_done: bool = False
+
+    def flag(self, status: str, kind: str, detail: str, offset: int | None = None) -> None:
+        """Mark the frame with a status and record why; the first non-ok status wins."""
+        if self.status == OK:
+            self.status = status
+        self.anomalies.append(Anomaly(kind, detail, offset))
+
+
+@dataclass(slots=True)
+class Exchange:
+    """One request with its response (or the lack of one)."""
+
+    stream: int
+    protocol: str
+    type: str
+    correlation_id: int | None
+    status: str  # answered, unanswered, no_request, no_response_expected
+    request_packet: int | None = None
+    response_packet: int | None = None
+    request_ts_us: int | None = None
+    response_ts_us: int | None = None
+    latency_us: int | None = None
+    error_code: int | None = None
+
+
+@dataclass(slots=True)
+class ConnectionSummary:
+    """One TCP connection as the connections table shows it."""
+
+    stream: int
+    client: str
+    client_port: int
+    server: str
+    server_port: int
+    protocol: str | None
+    packets: int
+    bytes_client: int
+    bytes_server: int
+    frames: int
+    gaps: int
+    retransmissions: int
+    first_ts_us: int
+    last_ts_us: int
+    state: str  # open, closed, reset, midstream

@@ -1,0 +1,98 @@
+"""The one small interface every protocol implements.
+
+Modelled on Wireshark's `tcp_dissect_pdus`: the protocol says how long the frame at
+the head of a byte stream is, where the next plausible frame starts after garbage,
+and how to decode one whole frame. Buffering, packet bookkeeping, gaps, truncation,
+resynchronisation reporting and output ordering belong to the framing engine, so a
+protocol module holds nothing but protocol knowledge.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from wiredump.dissect.correlation import Correlator
+from wiredump.dissect.limits import Limits
+from wiredump.dissect.model import Anomaly, Frame
+
+# Values `Session.frame_length` may return besides a positive length.
+NEED_MORE = 0
+"""Not enough bytes yet to know the frame's length."""
+NOT_A_FRAME = -1
+"""The bytes at the head cannot start a frame: the engine resynchronises."""
+UNDECODABLE = -2
+"""The rest of this direction cannot be decoded (TLS, raw SASL…): the engine stops framing it."""
+
+
+@dataclass(slots=True)
+class ConnContext:
+    """What a session knows of its connection and of the run."""
+
+    capture: str
+    stream: int
+    client: str
+    client_port: int
+    server: str
+    server_port: int
+    correlator: Correlator
+    limits: Limits
+    options: dict[str, object] = field(default_factory=dict)
+    report: Callable[[Anomaly], None] = lambda a: None
+    """Report an anomaly that belongs to no frame (the engine stamps packet and stream)."""
+
+
+class Session(ABC):
+    """Per-connection decoder state (both directions)."""
+
+    def __init__(self, ctx: ConnContext) -> None:
+        self.ctx = ctx
+
+    @abstractmethod
+    def frame_length(self, buf: bytes | bytearray, pos: int, role: str) -> int:
+        """Total length in bytes (framing included) of the frame starting at `buf[pos]`.
+
+        Return NEED_MORE, NOT_A_FRAME or UNDECODABLE instead when that is the answer.
+        A length above the protocol's maximum is returned as is: the engine reports
+        it as `oversize_frame` and resynchronises without buffering it. `buf` is the
+        engine's buffer: read it, never keep a reference to it.
+        """
+
+    @abstractmethod
+    def resync(self, buf: bytes | bytearray, pos: int, role: str) -> int | None:
+        """Absolute offset of the first plausible frame start at or after `buf[pos]`, or None.
+
+        None means no start was found in what is buffered; the engine keeps the last
+        `RESYNC_KEEP` bytes and asks again when more arrive.
+        """
+
+    @abstractmethod
+    def decode(self, data: bytes, role: str, complete: bool = True) -> list[Frame]:
+        """Decode one frame's bytes sent by `role`; never raise.
+
+        `complete` is False for the bytes left when the stream ended or a gap cut the
+        frame: return a frame with status `truncated` describing what can be read.
+        Usually one frame; a protocol may return none (bytes it swallows) or several.
+        """
+
+    def close(self) -> list[Frame]:
+        """Called once at the end of the connection; may return frames it still held."""
+        return []
+
+
+class ProtocolSpec(ABC):
+    """Registration data for one protocol: name, ports, sniffing, sessions."""
+
+    name: str = ""
+    ports: tuple[int, ...] = ()
+    max_frame: int = 0
+    """Largest frame (framing included) that the protocol allows; beyond it, `oversize_frame`."""
+
+    @abstractmethod
+    def sniff(self, data: bytes, role: str) -> bool:
+        """True if `data` (the first bytes one side sent) looks like this protocol."""
+
+    @abstractmethod
+    def new_session(self, ctx: ConnContext) -> Session:
+        """Fresh per-connection state."""

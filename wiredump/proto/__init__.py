@@ -1,0 +1,1 @@
+"""Schema data owned by wiredump: generated Kafka tables, Pulsar protobuf classes."""
