@@ -68,13 +68,13 @@ class Correlator:
         if not q:
             del self._pending[key]
         self._count -= 1
-        self.link(req, frame)
+        # Linked in `drain`, once the engine has stamped the response's packet and time.
         self._done.append((ANSWERED, req, frame))
         return req
 
     def event_pair(self, first: Frame, second: Frame) -> None:
         """Link two frames that belong together without an exchange row (e.g. acks)."""
-        self.link(first, second)
+        self._done.append(("", first, second))
 
     @staticmethod
     def link(req: Frame, resp: Frame) -> None:
@@ -87,7 +87,12 @@ class Correlator:
     # -- what the engine calls -----------------------------------------------------------
     def drain(self, stream: int) -> list[Exchange]:
         """Exchanges completed since the last call, as table rows."""
-        out = [self._row(status, req, resp) for status, req, resp in self._done]
+        out = []
+        for status, req, resp in self._done:
+            if req is not None and resp is not None:
+                self.link(req, resp)
+            if status:
+                out.append(self._row(status, req, resp))
         self._done.clear()
         return out
 
