@@ -119,7 +119,10 @@ def snappy_kafka(data: bytes, limits: Limits) -> Result:
         (n,) = struct.unpack_from(">i", data, pos)
         pos += 4
         if n < 0 or pos + n > len(data):
-            return bytes(out), (FAILED, f"snappy: xerial block of {n} bytes at byte {pos - 4} runs past the data")
+            return bytes(out), (
+                FAILED,
+                f"snappy: xerial block of {n} bytes at byte {pos - 4} runs past the data",
+            )
         block, problem = snappy_raw(data[pos : pos + n], limits)
         if problem:
             return (bytes(out) or None), problem

@@ -168,7 +168,10 @@ class ConnectionFramer:
                     d.mode = _DEAD
                     d.dead_bytes = avail
                     self._report(
-                        Anomaly("undecodable", f"{role} bytes from stream offset {d.base + pos} on cannot be decoded"),
+                        Anomaly(
+                            "undecodable",
+                            f"{role} bytes from stream offset {d.base + pos} on cannot be decoded",
+                        ),
                         self._packet_at(d, d.base + pos),
                     )
                     d.buf, d.pos = b"", 0
@@ -274,7 +277,9 @@ class ConnectionFramer:
             return
         where = "until the stream ended" if ended else f"resynchronised at stream offset {d.base + d.pos}"
         self._report(
-            Anomaly("resync", f"skipped {d.skipped} {d.role} bytes that are not {self.spec.name} frames; {where}"),
+            Anomaly(
+                "resync", f"skipped {d.skipped} {d.role} bytes that are not {self.spec.name} frames; {where}"
+            ),
             d.skip_from,
         )
         d.skipped = 0

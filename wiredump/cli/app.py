@@ -1,0 +1,105 @@
+"""The `wiredump` command.
+
+`wiredump CAPTURE…` (no subcommand) is the timeline, as `tshark -r` is; every other
+verb is a subcommand. Errors a user can cause (bad path, not a capture, bad option)
+end as one line on stderr and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from wiredump.dissect.capture import CaptureError
+from wiredump.dissect.pipeline import Options
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="Dissect Kafka, Pulsar, Pravega and TANK traffic in pcap/pcapng captures.\n\n"
+    "wiredump CAPTURE… prints the timeline; see the subcommands for the rest.",
+)
+
+EXIT_INPUT = 2
+
+Captures = Annotated[list[str], typer.Argument(help="pcap or pcapng files (gzip ok), or - for stdin.")]
+DecodeAs = Annotated[
+    list[str] | None,
+    typer.Option("-d", "--decode-as", help="Decode a port as a protocol, e.g. -d 19092=kafka (repeatable)."),
+]
+
+
+class UsageError(Exception):
+    """A mistake in the command line; one line on stderr, exit 2."""
+
+
+def fail(message: str, code: int = EXIT_INPUT) -> typer.Exit:
+    typer.echo(f"wiredump: {message}", err=True)
+    return typer.Exit(code)
+
+
+def parse_decode_as(items: list[str] | None) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for item in items or []:
+        port, sep, proto = item.partition("=")
+        if not sep or not port.strip().isdigit() or not proto.strip():
+            raise UsageError(f"--decode-as takes PORT=PROTOCOL (e.g. 9092=kafka), not {item!r}")
+        out[int(port)] = proto.strip().lower()
+    return out
+
+
+def make_options(decode_as: list[str] | None, keep_bytes: bool = False) -> Options:
+    from wiredump.dissect.protocols import all_protocols
+
+    mapping = parse_decode_as(decode_as)
+    known = all_protocols()
+    for proto in mapping.values():
+        if proto not in known:
+            raise UsageError(f"unknown protocol {proto!r} in --decode-as (known: {', '.join(known)})")
+    return Options(decode_as=mapping, keep_bytes=keep_bytes)
+
+
+# Each command lives in its own module and registers itself on `app` when imported.
+COMMAND_MODULES = ("timeline", "export", "show", "stats", "follow", "check", "spark")
+
+
+def _load_commands() -> None:
+    import importlib
+
+    for name in COMMAND_MODULES:
+        try:
+            importlib.import_module(f"wiredump.cli.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"wiredump.cli.{name}":
+                raise
+
+
+SUBCOMMANDS = {"timeline", "export", "show", "stats", "check", "baseline", "spark", "follow"}
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] not in SUBCOMMANDS and args[0] not in ("--help", "-h", "--version"):
+        args.insert(0, "timeline")
+    if args and args[0] == "--version":
+        from wiredump import __version__
+
+        print(f"wiredump {__version__}")
+        return
+    _load_commands()
+    try:
+        app(args, prog_name="wiredump", standalone_mode=True)
+    except CaptureError as e:
+        typer.echo(f"wiredump: {e}", err=True)
+        sys.exit(EXIT_INPUT)
+    except UsageError as e:
+        typer.echo(f"wiredump: {e}", err=True)
+        sys.exit(EXIT_INPUT)
+    except BrokenPipeError:
+        sys.stderr.close()
+        sys.exit(0)
+    except KeyboardInterrupt:
+        sys.exit(130)

@@ -1,0 +1,350 @@
+"""TCP connection tracking and stream reassembly.
+
+Connections are numbered in order of their first packet, and a SYN that reopens a
+finished 4-tuple starts a new one, as Wireshark's `tcp.stream` does, so that frames
+can be compared with tshark by (stream, packet). Each direction turns segments into
+an in-order byte stream: retransmitted bytes are dropped (conflicting ones
+reported), early segments wait in a bounded buffer, and bytes that never appear
+(capture loss, the receiver acknowledged them) become a reported gap instead of a
+stall.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from wiredump.dissect.limits import Limits
+from wiredump.dissect.model import CLIENT, SERVER, Anomaly
+
+if TYPE_CHECKING:
+    from wiredump.dissect.packet import Segment
+
+FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
+_MASK = 0xFFFFFFFF
+RECENT_CHUNKS = 4
+"""Delivered chunks remembered per direction to tell a faithful retransmission from a conflicting one."""
+
+
+def _delta(a: int, b: int) -> int:
+    """Signed distance a - b in 32-bit sequence space."""
+    d = (a - b) & _MASK
+    return d - 0x100000000 if d & 0x80000000 else d
+
+
+class StreamListener(Protocol):
+    """Receives what the reassembler makes of each connection."""
+
+    def on_data(self, conn: Connection, role: str, data: bytes, packet: int, ts_us: int) -> None: ...
+    def on_gap(self, conn: Connection, role: str, size: int, packet: int, ts_us: int) -> None: ...
+    def on_close(self, conn: Connection) -> None: ...
+    def on_anomaly(self, anomaly: Anomaly) -> None: ...
+
+
+@dataclass(slots=True)
+class HalfStream:
+    """One direction of a connection."""
+
+    role: str
+    next_raw: int | None = None  # next expected sequence number (32-bit)
+    delivered: int = 0  # bytes delivered so far (stream offset of next_raw)
+    ooo: dict[int, tuple[bytes, int]] = field(default_factory=dict)  # seq -> (data, bytes missing after it)
+    ooo_bytes: int = 0
+    recent: list[tuple[int, bytes]] = field(default_factory=list)  # (stream offset, data)
+    acked_raw: int | None = None  # highest ack the peer sent for this direction
+    syn: bool = False
+    fin: bool = False
+    bytes: int = 0
+
+
+@dataclass(slots=True)
+class Connection:
+    stream: int
+    client: str
+    client_port: int
+    server: str
+    server_port: int
+    first_ts_us: int
+    last_ts_us: int = 0
+    last_packet: int = 0
+    packets: int = 0
+    gaps: int = 0
+    retransmissions: int = 0
+    saw_syn: bool = False
+    reset: bool = False
+    finished: bool = False  # reassembly flushed; later packets only count
+    protocol: str | None = None
+    frames: int = 0
+    user: object = None  # the pipeline's per-connection state
+    c2s: HalfStream = field(default_factory=lambda: HalfStream(CLIENT))
+    s2c: HalfStream = field(default_factory=lambda: HalfStream(SERVER))
+
+    @property
+    def state(self) -> str:
+        if self.reset:
+            return "reset"
+        if self.c2s.fin and self.s2c.fin:
+            return "closed"
+        if not self.saw_syn:
+            return "midstream"
+        return "open"
+
+
+class TcpReassembler:
+    """Feeds every TCP segment of a capture; calls the listener with in-order bytes."""
+
+    def __init__(
+        self, listener: StreamListener, limits: Limits, server_ports: frozenset[int] = frozenset()
+    ) -> None:
+        self.listener = listener
+        self.limits = limits
+        self.server_ports = server_ports
+        self.connections: dict[tuple[str, int, str, int], Connection] = {}
+        self.all: list[Connection] = []
+        self._next_stream = 0
+
+    # -- connection table --------------------------------------------------------------------
+    def _lookup(self, seg: Segment, packet: int, ts_us: int) -> tuple[Connection, HalfStream, HalfStream]:
+        key = (seg.src, seg.sport, seg.dst, seg.dport)
+        conn = self.connections.get(key)
+        if conn is None:
+            conn = self.connections.get((seg.dst, seg.dport, seg.src, seg.sport))
+        flags = seg.flags
+        if conn is not None and flags & SYN and not flags & ACK and self._reopens(conn, seg):
+            self._finish(conn)
+            del self.connections[(conn.client, conn.client_port, conn.server, conn.server_port)]
+            conn = None
+        if conn is None:
+            conn = self._open(seg, ts_us)
+        if seg.src == conn.client and seg.sport == conn.client_port:
+            return conn, conn.c2s, conn.s2c
+        return conn, conn.s2c, conn.c2s
+
+    def _reopens(self, conn: Connection, seg: Segment) -> bool:
+        """A bare SYN on a known 4-tuple is a new connection unless it retransmits the first SYN."""
+        if conn.reset or conn.c2s.fin or conn.s2c.fin:
+            return True
+        half = conn.c2s if (seg.src == conn.client and seg.sport == conn.client_port) else conn.s2c
+        return (
+            half.syn
+            and half.next_raw is not None
+            and _delta(seg.seq + 1, half.next_raw) != 0
+            and half.delivered > 0
+        )
+
+    def _open(self, seg: Segment, ts_us: int) -> Connection:
+        flags = seg.flags
+        if flags & SYN:
+            client_is_src = not flags & ACK
+        elif seg.dport in self.server_ports and seg.sport not in self.server_ports:
+            client_is_src = True
+        elif seg.sport in self.server_ports and seg.dport not in self.server_ports:
+            client_is_src = False
+        else:
+            client_is_src = seg.sport >= seg.dport
+        if client_is_src:
+            conn = Connection(self._next_stream, seg.src, seg.sport, seg.dst, seg.dport, ts_us)
+        else:
+            conn = Connection(self._next_stream, seg.dst, seg.dport, seg.src, seg.sport, ts_us)
+        self._next_stream += 1
+        self.connections[(conn.client, conn.client_port, conn.server, conn.server_port)] = conn
+        self.all.append(conn)
+        return conn
+
+    # -- per segment -------------------------------------------------------------------------
+    def segment(self, seg: Segment, packet: int, ts_us: int) -> None:
+        conn, half, other = self._lookup(seg, packet, ts_us)
+        conn.packets += 1
+        conn.last_ts_us = ts_us
+        conn.last_packet = packet
+        flags = seg.flags
+        if flags & SYN:
+            conn.saw_syn = True
+            if half.next_raw is None or not half.syn:
+                half.syn = True
+                if half.delivered == 0 and not half.ooo:
+                    half.next_raw = (seg.seq + 1) & _MASK
+        if flags & ACK and other.next_raw is not None:
+            if other.acked_raw is None or _delta(seg.ack, other.acked_raw) > 0:
+                other.acked_raw = seg.ack
+        if conn.finished:
+            return
+        payload = seg.payload
+        if payload or seg.missing:
+            seq = (seg.seq + 1) & _MASK if flags & SYN else seg.seq
+            self._data(conn, half, seq, payload, seg.missing, packet, ts_us)
+        if other.ooo and other.acked_raw is not None:
+            self._check_acked_hole(conn, other, packet, ts_us)
+        if flags & RST:
+            conn.reset = True
+            self._finish(conn)
+        elif flags & FIN:
+            half.fin = True
+            if half.ooo:
+                self._flush_ooo(conn, half, packet, ts_us)
+            if conn.c2s.fin and conn.s2c.fin:
+                self._finish(conn)
+
+    def _data(
+        self, conn: Connection, half: HalfStream, seq: int, data: bytes, missing: int, packet: int, ts_us: int
+    ) -> None:
+        if half.next_raw is None:
+            half.next_raw = seq  # capture started mid-connection
+        total = len(data) + missing
+        d = _delta(seq, half.next_raw)
+        if d < 0:
+            end = d + total
+            if end <= 0:
+                conn.retransmissions += 1
+                self._retransmission(conn, half, half.delivered + d, data, packet, full=True)
+                return
+            conn.retransmissions += 1
+            self._retransmission(conn, half, half.delivered + d, data[:-d], packet, full=False)
+            data = data[-d:] if -d < len(data) else b""
+            missing = total + d - len(data)
+            seq = half.next_raw
+            d = 0
+        if d > 0:
+            self._hold(conn, half, seq, data, missing, packet, ts_us)
+            return
+        self._deliver(conn, half, data, missing, packet, ts_us)
+        if half.ooo:
+            self._drain_ooo(conn, half, packet, ts_us)
+
+    def _deliver(
+        self, conn: Connection, half: HalfStream, data: bytes, missing: int, packet: int, ts_us: int
+    ) -> None:
+        if data:
+            recent = half.recent
+            recent.append((half.delivered, data))
+            if len(recent) > RECENT_CHUNKS:
+                del recent[0]
+            half.bytes += len(data)
+            half.delivered += len(data)
+            half.next_raw = (half.next_raw + len(data)) & _MASK  # type: ignore[operator]
+            self.listener.on_data(conn, half.role, data, packet, ts_us)
+        if missing:
+            self._gap(conn, half, missing, packet, ts_us, "bytes beyond the capture's snap length")
+
+    def _gap(self, conn: Connection, half: HalfStream, size: int, packet: int, ts_us: int, why: str) -> None:
+        conn.gaps += 1
+        self.listener.on_anomaly(
+            Anomaly(
+                "gap",
+                f"{size} {half.role} bytes missing at stream offset {half.delivered} ({why})",
+                packet=packet,
+                stream=conn.stream,
+            )
+        )
+        half.delivered += size
+        half.next_raw = (half.next_raw + size) & _MASK  # type: ignore[operator]
+        self.listener.on_gap(conn, half.role, size, packet, ts_us)
+
+    def _retransmission(
+        self, conn: Connection, half: HalfStream, offset: int, data: bytes, packet: int, full: bool
+    ) -> None:
+        conflict = None
+        for start, chunk in half.recent:
+            lo = max(start, offset)
+            hi = min(start + len(chunk), offset + len(data))
+            if lo < hi and chunk[lo - start : hi - start] != data[lo - offset : hi - offset]:
+                conflict = lo
+                break
+        if conflict is not None:
+            kind, what = (
+                "overlap_conflict",
+                f"retransmitted {half.role} bytes differ from the first copy at stream offset {conflict}; first copy kept",
+            )
+        else:
+            kind = "retransmission"
+            what = f"{'' if full else 'partial '}retransmission of {len(data)} {half.role} bytes at stream offset {offset}"
+        self.listener.on_anomaly(Anomaly(kind, what, packet=packet, stream=conn.stream))
+
+    def _hold(
+        self, conn: Connection, half: HalfStream, seq: int, data: bytes, missing: int, packet: int, ts_us: int
+    ) -> None:
+        if seq in half.ooo:
+            old = half.ooo[seq]
+            conn.retransmissions += 1
+            kind = "retransmission" if old[0][: len(data)] == data[: len(old[0])] else "overlap_conflict"
+            self.listener.on_anomaly(
+                Anomaly(
+                    kind,
+                    f"{half.role} segment at seq {seq} seen twice before its turn",
+                    packet=packet,
+                    stream=conn.stream,
+                )
+            )
+            if len(old[0]) >= len(data):
+                return
+            half.ooo_bytes -= len(old[0])
+        else:
+            self.listener.on_anomaly(
+                Anomaly(
+                    "out_of_order",
+                    f"{half.role} segment {_delta(seq, half.next_raw or 0)} bytes ahead of the expected sequence; held",  # type: ignore[arg-type]
+                    packet=packet,
+                    stream=conn.stream,
+                )
+            )
+        half.ooo[seq] = (data, missing)
+        half.ooo_bytes += len(data)
+        if half.acked_raw is not None and _delta(half.acked_raw, half.next_raw or 0) > 0:
+            self._flush_ooo(
+                conn, half, packet, ts_us, why="the receiver acknowledged bytes the capture lacks"
+            )
+        elif half.ooo_bytes > self.limits.max_out_of_order:
+            self._flush_ooo(conn, half, packet, ts_us, why="out-of-order buffer full")
+
+    def _drain_ooo(self, conn: Connection, half: HalfStream, packet: int, ts_us: int) -> None:
+        while half.ooo:
+            best = None
+            for seq in half.ooo:
+                d = _delta(seq, half.next_raw)  # type: ignore[arg-type]
+                if d <= 0:
+                    best = seq
+                    break
+            if best is None:
+                return
+            data, missing = half.ooo.pop(best)
+            half.ooo_bytes -= len(data)
+            d = _delta(best, half.next_raw)  # type: ignore[arg-type]
+            if d + len(data) + missing <= 0:
+                continue
+            if -d >= len(data):
+                self._deliver(conn, half, b"", missing + d + len(data), packet, ts_us)
+            else:
+                self._deliver(conn, half, data[-d:] if d else data, missing, packet, ts_us)
+
+    def _flush_ooo(
+        self, conn: Connection, half: HalfStream, packet: int, ts_us: int, why: str = "connection ended"
+    ) -> None:
+        """Give up waiting: skip to the earliest held segment, report the hole, deliver what follows."""
+        while half.ooo:
+            first = min(half.ooo, key=lambda s: _delta(s, half.next_raw))  # type: ignore[arg-type]
+            d = _delta(first, half.next_raw)  # type: ignore[arg-type]
+            if d > 0:
+                self._gap(conn, half, d, packet, ts_us, why)
+            self._drain_ooo(conn, half, packet, ts_us)
+
+    def _check_acked_hole(self, conn: Connection, half: HalfStream, packet: int, ts_us: int) -> None:
+        if _delta(half.acked_raw, half.next_raw) > 0:  # type: ignore[arg-type]
+            self._flush_ooo(
+                conn, half, packet, ts_us, why="the receiver acknowledged bytes the capture lacks"
+            )
+
+    def _finish(self, conn: Connection) -> None:
+        if conn.finished:
+            return
+        for half in (conn.c2s, conn.s2c):
+            if half.ooo:
+                self._flush_ooo(conn, half, conn.last_packet, conn.last_ts_us)
+            half.recent.clear()
+        conn.finished = True
+        self.listener.on_close(conn)
+
+    def finish(self) -> None:
+        """End of capture: flush every connection still open."""
+        for conn in self.all:
+            self._finish(conn)
+        self.connections.clear()
