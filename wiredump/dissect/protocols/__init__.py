@@ -25,8 +25,9 @@ def all_protocols() -> dict[str, ProtocolSpec]:
             if e.name and e.name.startswith(f"wiredump.dissect.protocols.{name}"):
                 continue  # not written yet
             raise
-        spec: ProtocolSpec = module.SPEC
-        found[spec.name] = spec
+        spec: ProtocolSpec | None = getattr(module, "SPEC", None)
+        if spec is not None:
+            found[spec.name] = spec
     return found
 
 
