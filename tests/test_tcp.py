@@ -1,0 +1,188 @@
+"""TCP reassembly cases, with segments built by scapy and parsed by our packet parser."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from scapy.layers.inet import IP, TCP
+from scapy.layers.l2 import Ether
+
+from wiredump.dissect.limits import Limits
+from wiredump.dissect.model import Anomaly
+from wiredump.dissect.packet import parse_tcp
+from wiredump.dissect.tcp import TcpReassembler
+
+CLI, SRV = ("10.0.0.1", 40000), ("10.0.0.2", 9092)
+
+
+@dataclass
+class Recorder:
+    data: dict[tuple[int, str], bytearray] = field(default_factory=dict)
+    gaps: list[tuple[int, str, int, int]] = field(default_factory=list)
+    closed: list[int] = field(default_factory=list)
+    anomalies: list[Anomaly] = field(default_factory=list)
+
+    def on_data(self, conn, role, data, packet, ts_us):  # noqa: ANN001
+        self.data.setdefault((conn.stream, role), bytearray()).extend(data)
+
+    def on_gap(self, conn, role, size, packet, ts_us):  # noqa: ANN001
+        self.gaps.append((conn.stream, role, size, packet))
+
+    def on_close(self, conn):  # noqa: ANN001
+        self.closed.append(conn.stream)
+
+    def on_anomaly(self, anomaly):  # noqa: ANN001
+        self.anomalies.append(anomaly)
+
+    def kinds(self) -> list[str]:
+        return [a.kind for a in self.anomalies]
+
+
+def seg(src, dst, seq, ack=0, flags="A", payload=b""):  # noqa: ANN001
+    pkt = (
+        Ether()
+        / IP(src=src[0], dst=dst[0])
+        / TCP(sport=src[1], dport=dst[1], seq=seq, ack=ack, flags=flags)
+        / payload
+    )
+    s = parse_tcp(1, bytes(pkt))
+    assert s is not None
+    return s
+
+
+def run(segments, limits: Limits | None = None) -> tuple[Recorder, TcpReassembler]:  # noqa: ANN001
+    rec = Recorder()
+    tcp = TcpReassembler(rec, limits or Limits(), frozenset({9092}))
+    for i, s in enumerate(segments, start=1):
+        tcp.segment(s, i, i * 1000)
+    tcp.finish()
+    return rec, tcp
+
+
+def handshake(isn_c: int = 1000, isn_s: int = 5000) -> list:
+    return [
+        seg(CLI, SRV, isn_c, 0, "S"),
+        seg(SRV, CLI, isn_s, isn_c + 1, "SA"),
+        seg(CLI, SRV, isn_c + 1, isn_s + 1, "A"),
+    ]
+
+
+def test_in_order_and_roles() -> None:
+    rec, tcp = run(
+        handshake() + [seg(CLI, SRV, 1001, 5001, "PA", b"hello"), seg(SRV, CLI, 5001, 1006, "PA", b"world")]
+    )
+    assert rec.data[(0, "client")] == b"hello"
+    assert rec.data[(0, "server")] == b"world"
+    conn = tcp.all[0]
+    assert (conn.client, conn.client_port, conn.server_port) == ("10.0.0.1", 40000, 9092)
+    assert conn.state == "open" and conn.packets == 5 and rec.anomalies == []
+
+
+def test_out_of_order_segments_are_held_until_the_hole_fills() -> None:
+    rec, _ = run(
+        handshake() + [seg(CLI, SRV, 1006, 5001, "PA", b"world"), seg(CLI, SRV, 1001, 5001, "PA", b"hello")]
+    )
+    assert rec.data[(0, "client")] == b"helloworld"
+    assert rec.kinds() == ["out_of_order"]
+
+
+def test_exact_duplicate_is_dropped_and_reported() -> None:
+    p = seg(CLI, SRV, 1001, 5001, "PA", b"hello")
+    rec, tcp = run(handshake() + [p, p])
+    assert rec.data[(0, "client")] == b"hello"
+    assert rec.kinds() == ["retransmission"]
+    assert tcp.all[0].retransmissions == 1
+
+
+def test_partial_overlap_keeps_only_new_bytes() -> None:
+    rec, _ = run(
+        handshake()
+        + [seg(CLI, SRV, 1001, 5001, "PA", b"hello"), seg(CLI, SRV, 1004, 5001, "PA", b"lo world")]
+    )
+    assert rec.data[(0, "client")] == b"hello world"
+    assert rec.kinds() == ["retransmission"]
+
+
+def test_conflicting_overlap_is_reported_first_copy_kept() -> None:
+    rec, _ = run(
+        handshake() + [seg(CLI, SRV, 1001, 5001, "PA", b"hello"), seg(CLI, SRV, 1001, 5001, "PA", b"HELLO!")]
+    )
+    assert rec.data[(0, "client")] == b"hello!"
+    assert rec.kinds() == ["overlap_conflict"]
+    assert "stream offset 0" in rec.anomalies[0].detail
+
+
+def test_one_byte_segments() -> None:
+    msg = b"one byte at a time"
+    segs = [seg(CLI, SRV, 1001 + i, 5001, "PA", msg[i : i + 1]) for i in range(len(msg))]
+    rec, _ = run(handshake() + segs)
+    assert rec.data[(0, "client")] == msg
+
+
+def test_lost_segment_becomes_a_gap_once_the_receiver_acks_past_it() -> None:
+    rec, tcp = run(
+        handshake()
+        + [
+            seg(CLI, SRV, 1001, 5001, "PA", b"aaaa"),
+            # 1005..1009 never captured
+            seg(CLI, SRV, 1009, 5001, "PA", b"cccc"),
+            seg(SRV, CLI, 5001, 1013, "A"),  # the server got everything
+        ]
+    )
+    assert rec.data[(0, "client")] == b"aaaacccc"
+    assert rec.gaps == [(0, "client", 4, 6)]
+    assert "gap" in rec.kinds() and tcp.all[0].gaps == 1
+
+
+def test_lost_segment_at_end_of_capture_is_a_gap() -> None:
+    rec, _ = run(
+        handshake() + [seg(CLI, SRV, 1001, 5001, "PA", b"aaaa"), seg(CLI, SRV, 1009, 5001, "PA", b"cccc")]
+    )
+    assert rec.gaps and rec.gaps[0][2] == 4
+    assert rec.data[(0, "client")] == b"aaaacccc"
+
+
+def test_midstream_start_roles_from_port() -> None:
+    rec, tcp = run([seg(SRV, CLI, 777, 999, "PA", b"resp"), seg(CLI, SRV, 999, 781, "PA", b"req")])
+    conn = tcp.all[0]
+    assert conn.server_port == 9092 and conn.client_port == 40000
+    assert conn.state == "midstream"
+    assert rec.data[(0, "server")] == b"resp" and rec.data[(0, "client")] == b"req"
+
+
+def test_sequence_wraparound() -> None:
+    isn = 0xFFFFFFFA
+    first = (isn + 1) & 0xFFFFFFFF
+    rec, _ = run(
+        handshake(isn_c=isn)
+        + [
+            seg(CLI, SRV, first, 5001, "PA", b"abcdefgh"),
+            seg(CLI, SRV, (first + 8) & 0xFFFFFFFF, 5001, "PA", b"ijk"),
+        ]
+    )
+    assert rec.data[(0, "client")] == b"abcdefghijk"
+    assert rec.anomalies == []
+
+
+def test_port_reuse_after_close_is_a_new_stream() -> None:
+    close = [seg(CLI, SRV, 1006, 5001, "FA"), seg(SRV, CLI, 5001, 1007, "FA"), seg(CLI, SRV, 1007, 5002, "A")]
+    again = handshake(isn_c=90000, isn_s=70000) + [seg(CLI, SRV, 90001, 70001, "PA", b"again")]
+    rec, tcp = run(handshake() + [seg(CLI, SRV, 1001, 5001, "PA", b"first")] + close + again)
+    assert [c.stream for c in tcp.all] == [0, 1]
+    assert tcp.all[0].state == "closed" and tcp.all[0].packets == 7
+    assert rec.data[(0, "client")] == b"first" and rec.data[(1, "client")] == b"again"
+
+
+def test_rst_resets() -> None:
+    rec, tcp = run(handshake() + [seg(CLI, SRV, 1001, 5001, "PA", b"x"), seg(SRV, CLI, 5001, 1002, "R")])
+    assert tcp.all[0].state == "reset"
+    assert rec.closed == [0]
+
+
+def test_out_of_order_buffer_is_bounded() -> None:
+    limits = Limits(max_out_of_order=64)
+    far = [seg(CLI, SRV, 2001 + i * 40, 5001, "PA", b"z" * 40) for i in range(3)]
+    rec, _ = run(handshake() + far, limits)
+    # The hole (1001..2001) is given up as soon as the held bytes pass the bound.
+    assert rec.gaps[0][2] == 1000 and rec.gaps[0][3] == 5
+    assert rec.data[(0, "client")] == b"z" * 120
