@@ -1,0 +1,198 @@
+"""TANK bundles and the chunks of bundles Consume responses carry.
+
+A bundle is TANK's unit of storage and transfer: a flags byte (codec, message
+count, SPARSE), optional count and sequence numbers, then a message set that may
+be one raw Snappy block. Non-sparse bundles carry no sequence numbers at all: the
+caller supplies the first one (the Consume partition entry's base, or the
+ProduceWithSeqnum base) and numbering runs on across the bundles of a chunk.
+Everything is bounds-checked; problems become `(kind, detail, offset)` tuples the
+caller turns into anomalies, so one bad bundle never costs the rest of a frame.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from wiredump.dissect import codecs
+from wiredump.dissect.limits import Limits
+from wiredump.dissect.protocols.tank import constants as C
+from wiredump.dissect.wire import Cursor, Short
+
+Problem = tuple[str, str, "int | None"]
+
+
+@dataclass(slots=True)
+class BundleMessage:
+    """One message of a bundle's message set."""
+
+    seq: int | None
+    flags: int
+    timestamp_ms: int | None
+    key: bytes | None
+    value: bytes
+
+
+@dataclass(slots=True)
+class Bundle:
+    fields: dict[str, Any]
+    messages: list[BundleMessage] = field(default_factory=list)
+    next_seq: int | None = None
+    """Sequence number of the message that would follow this bundle."""
+    codec: str = "none"
+    problems: list[Problem] = field(default_factory=list)
+
+
+def decode_bundle(buf: bytes, start: int, end: int, first_seq: int | None, limits: Limits) -> Bundle:
+    """Decode the bundle in `buf[start:end]`; `first_seq` numbers a non-sparse bundle.
+
+    Offsets in problems are offsets in `buf` (the frame), so they can be reported as is.
+    """
+    b = Bundle(fields={"length": end - start})
+    c = Cursor(buf, start, end)
+    f = b.fields
+    try:
+        flags = c.u8("bundle flags")
+        codec = flags & C.CODEC_MASK
+        count = (flags >> C.COUNT_SHIFT) & C.COUNT_MASK
+        sparse = bool(flags & C.SPARSE)
+        b.codec = C.CODECS.get(codec, f"codec{codec}")
+        f.update(flags=flags, codec=b.codec, sparse=sparse)
+        if flags & C.EXTRA_FLAGS:
+            # Layout from tank_encoding.md; TANK master neither writes nor reads it.
+            extra = c.u8("bundle extra flags")
+            f["extra_flags"] = extra
+            if extra & C.EXTRA_RICH_PRODUCER:
+                f["partition_leader_epoch"] = c.u32le("partition leader epoch")
+                f["producer_id"] = c.u64le("producer id")
+                f["producer_epoch"] = c.u16le("producer epoch")
+        if count == 0:
+            count = c.uvarint("bundle message count", 5)
+        f["message_count"] = count
+        last_seq: int | None = None
+        if sparse:
+            first_seq = c.u64le("sparse bundle first seqnum")
+            last_seq = first_seq + (c.uvarint("sparse bundle last seqnum delta", 5) + 1 if count != 1 else 0)
+            f["first_seqnum"] = first_seq
+            f["last_seqnum"] = last_seq
+    except Short as e:
+        b.problems.append(("malformed", f"bundle header: {e}", e.offset))
+        return b
+    f["message_set_size"] = end - c.pos
+    msgset_at = c.pos
+    if codec == 0:
+        data, base = buf, msgset_at
+        data_end = end
+    elif codec == 1:
+        out, problem = codecs.snappy_raw(bytes(buf[msgset_at:end]), limits)
+        if problem:
+            b.problems.append((problem[0], f"bundle at byte {start}: {problem[1]}", msgset_at))
+        if out is None:
+            b.next_seq = _next_after(first_seq, last_seq, count, sparse)
+            return b
+        f["uncompressed_size"] = len(out)
+        data, base, data_end = out, 0, len(out)
+    else:
+        b.problems.append(("malformed", f"bundle at byte {start}: unknown codec {codec}", start))
+        b.next_seq = _next_after(first_seq, last_seq, count, sparse)
+        return b
+    _decode_message_set(
+        b, data, base, data_end, count, sparse, first_seq, last_seq, msgset_at if codec else None
+    )
+    b.next_seq = _next_after(first_seq, last_seq, count, sparse)
+    return b
+
+
+def _next_after(first_seq: int | None, last_seq: int | None, count: int, sparse: bool) -> int | None:
+    if sparse and last_seq is not None:
+        return last_seq + 1
+    if first_seq is None:
+        return None
+    return first_seq + count
+
+
+def _decode_message_set(
+    b: Bundle,
+    data: bytes,
+    pos: int,
+    end: int,
+    count: int,
+    sparse: bool,
+    first_seq: int | None,
+    last_seq: int | None,
+    compressed_at: int | None,
+) -> None:
+    """Messages one after the other until the set ends (TANK iterates by bytes, as here)."""
+    c = Cursor(data, pos, end)
+    seq = first_seq
+    ts: int | None = None
+    idx = 0
+    try:
+        while c.left > 0:
+            flags = c.u8("message flags")
+            if sparse:
+                if idx == 0:
+                    seq = first_seq
+                elif idx == count - 1:
+                    seq = last_seq
+                elif flags & C.MSG_SEQ_PREV_PLUS_ONE:
+                    seq = None if seq is None else seq + 1
+                else:
+                    delta = c.uvarint("message seqnum delta", 5)
+                    seq = None if seq is None else seq + 1 + delta
+            elif idx:
+                seq = None if seq is None else seq + 1
+            if not flags & C.MSG_USE_LAST_TS:
+                ts = c.u64le("message timestamp")
+            key = None
+            if flags & C.MSG_HAVE_KEY:
+                klen = c.u8("key length")
+                key = c.take(klen, "key")
+            vlen = c.uvarint("content length", 5)
+            value = c.take(vlen, "content")
+            b.messages.append(BundleMessage(seq, flags, ts, key, value))
+            idx += 1
+    except Short as e:
+        where = e.offset if compressed_at is None else compressed_at
+        inside = "" if compressed_at is None else f" (byte {e.offset} of the uncompressed set)"
+        b.problems.append(("malformed", f"message {idx} of bundle: {e}{inside}", where))
+    if idx != count and not b.problems:
+        b.problems.append(
+            (
+                "malformed",
+                f"bundle declares {count} messages, its message set holds {idx}",
+                pos if compressed_at is None else compressed_at,
+            )
+        )
+
+
+@dataclass(slots=True)
+class Chunk:
+    bundles: list[Bundle] = field(default_factory=list)
+    partial: dict[str, Any] | None = None
+    """The cut-off last bundle (normal: the fetch size is in bytes), if any."""
+    next_seq: int | None = None
+
+
+def decode_chunk(buf: bytes, start: int, end: int, base_seq: int | None, limits: Limits) -> Chunk:
+    """A run of `[length varint][bundle]` records whose last one may be cut short."""
+    ch = Chunk(next_seq=base_seq)
+    c = Cursor(buf, start, end)
+    seq = base_seq
+    while c.left > 0:
+        at = c.pos
+        try:
+            blen = c.uvarint("bundle length", 5)
+        except Short:
+            ch.partial = {"offset": at, "declared_length": None, "available": end - at}
+            break
+        if blen > c.left:
+            ch.partial = {"offset": at, "declared_length": blen, "available": c.left}
+            break
+        bundle = decode_bundle(buf, c.pos, c.pos + blen, seq, limits)
+        bundle.fields["offset"] = at
+        ch.bundles.append(bundle)
+        seq = bundle.next_seq
+        c.pos += blen
+    ch.next_seq = seq
+    return ch
