@@ -1,0 +1,578 @@
+"""Per-connection Pravega decoding: framing, the table walk, appends, pairing.
+
+Framing is the 8-byte header `[int32 type][int32 length]` (big-endian); a type in
+the signed-byte range that the table does not know still has a trustworthy
+length, so it becomes an `unknown_type` frame and framing goes on.
+
+Pairing (WIRE.md §4). `correlation_id` is the requestId, which the Java client
+packs as `(flowId << 32) | sequence`; replies echo it whole, so pairs are keyed by
+the full value and the flow id is shown in `fields["flow"]`. The session keeps its
+own index of outstanding requests (by requestId, and for appends by writer id and
+event number) and hands each pair to the shared correlator under a key unique to
+the request, so:
+
+* a reply pairs with the oldest outstanding request with its requestId whose type it
+  answers; failure replies (WrongHost, NoSuchSegment, SegmentIsSealed, …) answer any
+  request; their `error` is the reply's command name and `error_code` its type code;
+* DATA_APPENDED(writer, eventNumber, previousEventNumber) acknowledges every append
+  of that writer with last event number in (previous, eventNumber]: one exchange row
+  per acknowledged AppendBlockEnd / ConditionalAppend / ConditionalBlockEnd (latency
+  each), the DATA_APPENDED's own peer being the append it names;
+* a READ_SEGMENT answered by several SEGMENT_READs: the first makes the exchange, the
+  others point at the same request (`peer_packet`) without a second row;
+* HELLO from the client pairs with the server's HELLO; KEEP_ALIVE is an event.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from collections import OrderedDict, deque
+from dataclasses import dataclass
+from typing import Any
+
+from wiredump.dissect.model import (
+    CLIENT,
+    EVENT,
+    MALFORMED,
+    PRODUCE,
+    REQUEST,
+    RESPONSE,
+    UNKNOWN_TYPE,
+    UNSUPPORTED_VERSION,
+    Anomaly,
+    Frame,
+    Message,
+)
+from wiredump.dissect.protocols.base import NEED_MORE, NOT_A_FRAME, ConnContext, Session
+from wiredump.dissect.protocols.pravega.codec import BadField, decode_fields
+from wiredump.dissect.protocols.pravega.commands import (
+    BOTH,
+    COMMANDS,
+    HEADER_SIZE,
+    INNER,
+    MAX_WIRECOMMAND_SIZE,
+    TOP_LEVEL_CODES,
+    Command,
+    Q,
+)
+from wiredump.dissect.protocols.pravega.events import (
+    BlockAssembler,
+    ReadJoiner,
+    describe_block,
+    split_records,
+)
+from wiredump.dissect.protocols.pravega.summary import summarize
+from wiredump.dissect.wire import Cursor, Short
+
+PROTOCOL = "pravega"
+_HDR = struct.Struct(">ii")
+APPEND_TYPES = frozenset({"AppendBlockEnd", "ConditionalAppend", "ConditionalBlockEnd"})
+DATA_VIEW = 1024
+"""Bytes of a data blob kept in `fields` (all of it goes to messages; `-x` shows the frame)."""
+RESYNC_DECODE_MAX = 64 * 1024
+MAX_ANSWERED_READS = 1024
+MAX_WRITERS = 10000
+
+_RESYNC_RE = re.compile(
+    b"(?=(" + b"|".join(re.escape(struct.pack(">i", c)) for c in sorted(TOP_LEVEL_CODES)) + b"))"
+)
+
+
+@dataclass(slots=True)
+class _Pending:
+    """Private to a request frame: its correlator key and whether it has been answered."""
+
+    key: tuple[Any, ...]
+    request_id: int | None
+    writer_id: str | None = None
+    event_number: int | None = None
+    done: bool = False
+
+
+def plausible_header(code: int, length: int) -> bool:
+    cmd = COMMANDS.get(code)
+    if cmd is None or code not in TOP_LEVEL_CODES:
+        return False
+    if length < cmd.min_payload or length > MAX_WIRECOMMAND_SIZE:
+        return False
+    top = cmd.max_payload
+    return top is None or length <= top
+
+
+class PravegaSession(Session):
+    def __init__(self, ctx: ConnContext) -> None:
+        super().__init__(ctx)
+        self._seq = 0
+        self._by_rid: dict[int, deque[Frame]] = {}
+        self._appends: dict[str, OrderedDict[int, Frame]] = {}
+        self._pending_count = 0
+        self._answered_reads: OrderedDict[int, Frame] = OrderedDict()
+        self._writer_segment: OrderedDict[str, str] = OrderedDict()
+        self._hello: dict[str, tuple[int, int]] = {}
+        self._hello_req: Frame | None = None
+        self._blocks = BlockAssembler()
+        self._reads = ReadJoiner()
+        self._max_pending = max(16, ctx.limits.max_pending_requests)
+
+    # -- framing ---------------------------------------------------------------------------
+    def frame_length(self, buf: bytes | bytearray, pos: int, role: str) -> int:
+        if len(buf) - pos < HEADER_SIZE:
+            return NEED_MORE
+        code, length = _HDR.unpack_from(buf, pos)
+        if not -128 <= code <= 127 or length < 0:
+            return NOT_A_FRAME
+        return HEADER_SIZE + length
+
+    def resync(self, buf: bytes | bytearray, pos: int, role: str) -> int | None:
+        n = len(buf)
+        for m in _RESYNC_RE.finditer(buf, pos):
+            at = m.start()
+            if at + HEADER_SIZE > n:
+                return None  # wait for the rest of this header
+            code, length = _HDR.unpack_from(buf, at)
+            if not plausible_header(code, length):
+                continue
+            end = at + HEADER_SIZE + length
+            if end <= n and length <= RESYNC_DECODE_MAX and not _decodes(buf, at, code, length):
+                continue
+            if end + HEADER_SIZE <= n:
+                ncode, nlength = _HDR.unpack_from(buf, end)
+                if not plausible_header(ncode, nlength):
+                    continue
+            return at
+        return None
+
+    # -- decoding --------------------------------------------------------------------------
+    def decode(self, data: bytes, role: str, complete: bool = True) -> list[Frame]:
+        if len(data) < 4:
+            f = Frame(protocol=PROTOCOL, type="?", type_code=-1)
+            if complete:
+                f.flag(MALFORMED, "malformed", f"{len(data)} bytes cannot hold a frame header")
+            f.summary = f"{len(data)} bytes of a cut header"
+            return [f]
+        code = _HDR.unpack_from(data + b"\0\0\0\0", 0)[0]
+        cmd = COMMANDS.get(code)
+        f = Frame(protocol=PROTOCOL, type=cmd.name if cmd else f"Unknown({code})", type_code=code)
+        if len(data) < HEADER_SIZE:
+            f.summary = f"cut after {len(data)} header bytes"
+            return [f]
+        length = _HDR.unpack_from(data, 0)[1]
+        if cmd is None:
+            f.kind = EVENT
+            f.fields = {"type_code": code, "length": length}
+            f.flag(
+                UNKNOWN_TYPE,
+                "unknown_type",
+                f"type code {code} is not a Pravega WireCommandType ({length} bytes)",
+            )
+            f.summary = f"unknown type {code}, {length} bytes"
+            return [f]
+        f.kind = _kind(cmd, role)
+        end = min(len(data), HEADER_SIZE + max(0, length))
+        c = Cursor(data, HEADER_SIZE, end)
+        fields: dict[str, Any] = {}
+        f.fields = fields
+        absent: list[str] = []
+        decoded = False
+        try:
+            absent = decode_fields(c, cmd.fields, fields)
+            decoded = True
+        except Short as e:
+            if complete:
+                f.flag(MALFORMED, "malformed", f"{cmd.name}: {e}", e.offset)
+            else:
+                fields["cut_in"] = e.what
+        except BadField as e:
+            f.flag(MALFORMED, "malformed", f"{cmd.name}: {e}", e.offset)
+        if decoded and c.left:
+            fields["trailing_bytes"] = c.left
+            f.anomalies.append(
+                Anomaly("trailing_bytes", f"{c.left} bytes after the last known field of {cmd.name}", c.pos)
+            )
+        if absent:
+            fields["absent_optional_fields"] = absent
+        rid = fields.get("request_id")
+        if isinstance(rid, int) and "request_id" not in absent:
+            f.correlation_id = rid
+            if rid >> 32:
+                fields["flow"] = {"flow_id": rid >> 32, "sequence": rid & 0x0FFFFFFF}
+        if cmd.failure:
+            f.error = cmd.name
+            f.error_code = cmd.code
+        ok = decoded and complete
+        try:
+            self._interpret(f, cmd, role, ok)
+        finally:
+            _trim_data(fields)
+            f.summary = summarize(f, fields)
+        return [f]
+
+    def _interpret(self, f: Frame, cmd: Command, role: str, ok: bool) -> None:
+        """Everything beyond the field walk: versions, events, pairing."""
+        name, fields = cmd.name, f.fields
+        if cmd.direction == INNER:
+            f.anomalies.append(
+                Anomaly("unexpected_command", f"{name} outside an APPEND_BLOCK (it only belongs inside one)")
+            )
+            return
+        if name != "AppendBlockEnd":
+            self._check_block_order(f, name, role)
+        if name == "Hello":
+            if "high_version" in fields:
+                f.version = fields["high_version"]
+            if ok:
+                self._on_hello(f, role)
+            return
+        if name == "KeepAlive":
+            return
+        if name == "AppendBlock":
+            if ok:
+                fields.update(describe_block(fields["data"]))
+                fields["data_length"] = len(fields["data"])
+                for p in self._blocks.add_block(fields["writer_id"], fields["data"]):
+                    f.anomalies.append(Anomaly("append_block", p))
+                self.ctx.correlator.request(f, ("pravega-block",), expects_response=False)
+            return
+        if not ok:
+            return
+        if name in ("SetupAppend", "AppendSetup"):
+            self._remember_writer(fields["writer_id"], fields["segment"])
+        elif name == "AppendBlockEnd":
+            self._on_block_end(f)
+        elif name == "ConditionalAppend":
+            event = fields["event"]["data"]
+            fields["data_length"] = len(event)
+            self._produce(f, fields["writer_id"], [event], fields["event_number"])
+        elif name == "ConditionalBlockEnd":
+            self._on_append_data(f, fields["data"], fields["event_number"], None)
+        elif name == "SegmentRead":
+            self._on_segment_read(f)
+        if f.kind == REQUEST:
+            self._register(f, cmd)
+        elif f.kind == RESPONSE:
+            self._answer(f, cmd)
+
+    # -- hello -----------------------------------------------------------------------------
+    def _on_hello(self, f: Frame, role: str) -> None:
+        mine = (f.fields["high_version"], f.fields["low_version"])
+        self._hello[role] = mine
+        if role == CLIENT:
+            self._hello_req = f
+            f.context = _Pending(self._next_key(), None)
+            self.ctx.correlator.request(f, f.context.key)
+        else:
+            req = self._hello_req
+            if req is not None and isinstance(req.context, _Pending) and not req.context.done:
+                req.context.done = True
+                self.ctx.correlator.response(f, req.context.key)
+            else:
+                self.ctx.correlator.response(f, ("pravega-no-hello",))
+        other = "server" if role == CLIENT else CLIENT
+        if other not in self._hello:
+            return
+        (ch, cl), (sh, sl) = self._hello[CLIENT], self._hello["server"]
+        f.fields["peer_versions"] = {
+            "high_version": self._hello[other][0],
+            "low_version": self._hello[other][1],
+        }
+        if cl > sh or ch < sl:
+            f.fields["versions"] = "incompatible"
+            f.flag(
+                UNSUPPORTED_VERSION,
+                "version_mismatch",
+                f"client speaks wire versions {cl}..{ch}, server {sl}..{sh}: no common version "
+                "(the segment store closes the connection)",
+            )
+        elif ch != sh or cl != sl:
+            f.fields["versions"] = "differ"
+            f.anomalies.append(
+                Anomaly(
+                    "version_mismatch",
+                    f"client speaks wire versions {cl}..{ch}, server {sl}..{sh}: compatible, "
+                    f"the connection uses version {min(ch, sh)}",
+                )
+            )
+        else:
+            f.fields["versions"] = "equal"
+
+    # -- appends -----------------------------------------------------------------------------
+    def _check_block_order(self, f: Frame, name: str, role: str) -> None:
+        """An APPEND_BLOCK must be followed by its APPEND_BLOCK_END and nothing else (§6.3, §6.4)."""
+        if role != CLIENT or not self._blocks.pending:
+            return
+        for writer in self._blocks.pending_writers():
+            if name == "AppendBlock" and writer == f.fields.get("writer_id"):
+                continue  # add_block reports the replacement
+            self._blocks.drop(writer)
+            f.anomalies.append(
+                Anomaly(
+                    "append_block", f"the APPEND_BLOCK of writer {writer} is followed by {name}, not its end"
+                )
+            )
+
+    def _remember_writer(self, writer: str, segment: str) -> None:
+        self._writer_segment[writer] = segment
+        self._writer_segment.move_to_end(writer)
+        while len(self._writer_segment) > MAX_WRITERS:
+            self._writer_segment.popitem(last=False)
+
+    def _on_block_end(self, f: Frame) -> None:
+        fields = f.fields
+        writer = fields["writer_id"]
+        assembled = self._blocks.end_block(writer, fields["size_of_whole_events"], fields["data"])
+        for p in assembled.problems:
+            f.anomalies.append(Anomaly("append_block", p))
+        if assembled.from_block:
+            fields["block_data_length"] = assembled.from_block
+            fields["block_trailer"] = assembled.trailer
+        num, last = fields["num_events"], fields["last_event_number"]
+        if num <= 0:
+            f.anomalies.append(Anomaly("append_block", f"numEvents is {num}, must be > 0"))
+        self._on_append_data(f, assembled.data, last, num)
+
+    def _on_append_data(self, f: Frame, data: bytes, last_event: int, num_events: int | None) -> None:
+        """Split appended bytes into events (or note a byte stream) and make produce messages."""
+        fields = f.fields
+        fields["appended_length"] = len(data)
+        if not data:
+            fields["data_kind"] = "empty"
+            return
+        recs = split_records(data, allow_tail=False)
+        if not recs.is_events:
+            fields["data_kind"] = "raw"
+            fields["events"] = 0
+            return
+        fields["data_kind"] = "events"
+        fields["events"] = len(recs.events)
+        if num_events is not None and num_events != len(recs.events):
+            f.anomalies.append(
+                Anomaly(
+                    "event_count_mismatch", f"numEvents says {num_events}, the data holds {len(recs.events)}"
+                )
+            )
+        self._produce(f, fields["writer_id"], [p for _, p in recs.events], last_event)
+
+    def _produce(self, f: Frame, writer: str, payloads: list[bytes], last_event: int) -> None:
+        segment = self._writer_segment.get(writer)
+        first = last_event - len(payloads) + 1
+        for i, payload in enumerate(payloads):
+            n = first + i
+            f.messages.append(
+                Message(
+                    direction=PRODUCE,
+                    value_size=len(payload),
+                    topic=segment,
+                    offset=n,
+                    value=payload,
+                    detail={"writer_id": writer, "event_number": n},
+                )
+            )
+
+    # -- reads -------------------------------------------------------------------------------
+    def _on_segment_read(self, f: Frame) -> None:
+        fields = f.fields
+        data: bytes = fields["data"]
+        segment, offset = fields["segment"], fields["offset"]
+        fields["data_length"] = len(data)
+        if not data:
+            fields["data_kind"] = "empty"
+            return
+        recs, base, joined = self._reads.split(segment, offset, data)
+        if not recs.is_events:
+            fields["data_kind"] = "raw"
+            fields["events"] = 0
+            return
+        fields["data_kind"] = "events"
+        fields["events"] = len(recs.events)
+        if joined:
+            fields["joined_from_previous_read"] = joined
+        cut = self._reads.pending(segment)
+        if cut:
+            fields["incomplete_tail_bytes"] = cut
+        for pos, payload in recs.events:
+            f.messages.append(
+                Message(
+                    direction="deliver",
+                    value_size=len(payload),
+                    topic=segment,
+                    value=payload,
+                    detail={"segment_offset": base + pos},
+                )
+            )
+
+    # -- pairing -------------------------------------------------------------------------------
+    def _next_key(self) -> tuple[str, int]:
+        self._seq += 1
+        return ("pravega", self._seq)
+
+    def _register(self, f: Frame, cmd: Command) -> None:
+        fields = f.fields
+        rid = f.correlation_id
+        p = _Pending(self._next_key(), rid)
+        if cmd.name in APPEND_TYPES:
+            p.writer_id = fields["writer_id"]
+            p.event_number = fields.get("last_event_number", fields.get("event_number"))
+        f.context = p
+        self.ctx.correlator.request(f, p.key)
+        if rid is not None and rid != -1:
+            self._by_rid.setdefault(rid, deque()).append(f)
+            self._pending_count += 1
+        if p.writer_id is not None and p.event_number is not None:
+            self._appends.setdefault(p.writer_id, OrderedDict())[p.event_number] = f
+            self._pending_count += 1
+        if self._pending_count > 2 * self._max_pending:
+            self._prune()
+
+    def _answer(self, f: Frame, cmd: Command) -> None:
+        fields, name = f.fields, cmd.name
+        rid = f.correlation_id
+        reqs: list[Frame] = []
+        if name == "DataAppended":
+            reqs = self._acked_appends(
+                fields["writer_id"], fields["previous_event_number"], fields["event_number"]
+            )
+        elif name == "ConditionalCheckFailed":
+            reqs = self._acked_appends(
+                fields["writer_id"], fields["event_number"] - 1, fields["event_number"]
+            )
+        if not reqs and rid is not None and rid != -1:
+            req = self._by_request_id(rid, cmd)
+            if req is not None:
+                reqs = [req]
+        if not reqs and name == "InvalidEventNumber":
+            n = fields.get("event_number", -1)
+            reqs = self._acked_appends(fields["writer_id"], n - 1, n) if n != -1 else []
+        if not reqs and name == "SegmentRead" and rid is not None:
+            first = self._answered_reads.get(rid)
+            if first is not None:
+                f.peer_packet = first.packet or None
+                fields["continues_read_of_packet"] = first.packet
+                return
+        if not reqs:
+            self.ctx.correlator.response(f, ("pravega-unmatched",))
+            return
+        for req in reqs:
+            p = req.context
+            p.done = True
+            self.ctx.correlator.response(f, p.key)
+            if req.type == "ReadSegment" and rid is not None:
+                self._answered_reads[rid] = req
+                while len(self._answered_reads) > MAX_ANSWERED_READS:
+                    self._answered_reads.popitem(last=False)
+        if len(reqs) > 1:
+            fields["acknowledges"] = [r.context.event_number for r in reqs]
+
+    def _acked_appends(self, writer: str, previous: int, last: int) -> list[Frame]:
+        """Outstanding appends of `writer` whose last event number is in (previous, last]."""
+        pending = self._appends.get(writer)
+        if not pending:
+            return []
+        out = []
+        for n in list(pending):
+            req = pending[n]
+            if _dead(req):
+                del pending[n]
+                self._pending_count -= 1
+                continue
+            if n <= last and (previous < 0 or n > previous):
+                out.append(req)
+                del pending[n]
+                self._pending_count -= 1
+        if not pending:
+            del self._appends[writer]
+        out.sort(key=lambda r: r.context.event_number)
+        return out
+
+    def _by_request_id(self, rid: int, cmd: Command) -> Frame | None:
+        q = self._by_rid.get(rid)
+        if not q:
+            return None
+        found = None
+        for req in list(q):
+            if _dead(req):
+                q.remove(req)
+                self._pending_count -= 1
+                continue
+            req_cmd = COMMANDS.get(req.type_code)
+            if found is None and req_cmd is not None and (cmd.failure or cmd.name in req_cmd.replies):
+                found = req
+        if found is not None:
+            q.remove(found)
+            self._pending_count -= 1
+            p = found.context
+            if p.writer_id is not None:
+                appends = self._appends.get(p.writer_id)
+                if appends is not None and appends.get(p.event_number) is found:
+                    del appends[p.event_number]
+                    self._pending_count -= 1
+        if not q:
+            del self._by_rid[rid]
+        return found
+
+    def _prune(self) -> None:
+        """Forget requests the correlator already gave up on (it bounds outstanding requests)."""
+        count = 0
+        for rid in list(self._by_rid):
+            q = deque(r for r in self._by_rid[rid] if not _dead(r))
+            if q:
+                self._by_rid[rid] = q
+                count += len(q)
+            else:
+                del self._by_rid[rid]
+        for w in list(self._appends):
+            live = OrderedDict((n, r) for n, r in self._appends[w].items() if not _dead(r))
+            if live:
+                self._appends[w] = live
+                count += len(live)
+            else:
+                del self._appends[w]
+        self._pending_count = count
+
+    def close(self) -> list[Frame]:
+        for writer in self._blocks.pending_writers():
+            self.ctx.report(
+                Anomaly("append_block", f"connection ended with the APPEND_BLOCK of writer {writer} open")
+            )
+        return []
+
+
+def _dead(req: Frame) -> bool:
+    p = req.context
+    return not isinstance(p, _Pending) or p.done or not req.awaiting
+
+
+def _kind(cmd: Command, role: str) -> str:
+    if cmd.direction == Q:
+        return REQUEST
+    if cmd.direction == BOTH:
+        if cmd.name == "Hello":
+            return REQUEST if role == CLIENT else RESPONSE
+        return EVENT
+    if cmd.direction == INNER:
+        return EVENT
+    return RESPONSE
+
+
+def _decodes(buf: bytes | bytearray, at: int, code: int, length: int) -> bool:
+    cmd = COMMANDS[code]
+    c = Cursor(bytes(buf[at + HEADER_SIZE : at + HEADER_SIZE + length]))
+    try:
+        decode_fields(c, cmd.fields, {})
+    except (Short, BadField):
+        return False
+    return c.left == 0
+
+
+def _trim_data(fields: dict[str, Any]) -> None:
+    """Keep `fields` readable: a big data blob is shown by its first DATA_VIEW bytes."""
+    for key in ("data", "padding_data"):
+        v = fields.get(key)
+        if isinstance(v, bytes) and len(v) > DATA_VIEW:
+            fields[key] = v[:DATA_VIEW]
+            fields["data_length"] = len(v)
+            fields["data_shown"] = DATA_VIEW
+    ev = fields.get("event")
+    if isinstance(ev, dict) and isinstance(ev.get("data"), bytes) and len(ev["data"]) > DATA_VIEW:
+        ev["data_length"] = len(ev["data"])
+        ev["data"] = ev["data"][:DATA_VIEW]
