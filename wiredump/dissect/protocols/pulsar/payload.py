@@ -97,6 +97,8 @@ class Unpacked:
     decompressed: bool = True
     problems: list[tuple[str, str]] = field(default_factory=list)
     """(anomaly kind, detail)."""
+    size: int | None = None
+    """Bytes after decompression (None when it failed or the payload is encrypted)."""
 
 
 def decompress(meta: Any, payload: bytes, limits: Limits) -> tuple[bytes | None, codecs.Problem]:
@@ -142,9 +144,9 @@ def unpack(meta: Any, payload: bytes, limits: Limits, show_secrets: bool = False
         )
     problems = [problem] if problem else []
     if not meta.HasField("num_messages_in_batch"):
-        return Unpacked([Entry(data, len(data))], compression, problems=problems)
+        return Unpacked([Entry(data, len(data))], compression, problems=problems, size=len(data))
     entries, batch_problems = split_batch(meta, data, show_secrets)
-    return Unpacked(entries, compression, problems=problems + batch_problems)
+    return Unpacked(entries, compression, problems=problems + batch_problems, size=len(data))
 
 
 def split_batch(

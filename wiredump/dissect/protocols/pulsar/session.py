@@ -578,6 +578,8 @@ class PulsarSession(Session):
         fields["batch_entries"] = len(unpacked.entries) if batched and not unpacked.encrypted else None
         if unpacked.encrypted:
             fields["encrypted"] = True
+        if unpacked.compression:
+            fields["decompressed_size"] = unpacked.size
 
         base_detail: dict[str, Any] = {"producer_name": meta.producer_name, "sequence_id": meta.sequence_id}
         if meta.HasField("event_time") and meta.event_time:
