@@ -21,6 +21,13 @@ the request, so:
 * a READ_SEGMENT answered by several SEGMENT_READs: the first makes the exchange, the
   others point at the same request (`peer_packet`) without a second row;
 * HELLO from the client pairs with the server's HELLO; KEEP_ALIVE is an event.
+
+Versions: each HELLO shows its side's (high, low) wire versions and, once both are
+known, the peer's. Sides that differ but overlap are normal (clients and segment
+stores of different releases interoperate by design): `fields["versions"] =
+"differ"`, no anomaly. A mismatch, i.e. ranges that do not overlap so the segment
+store refuses the client, is flagged: anomaly `version_mismatch`, status
+`unsupported_version`.
 """
 
 from __future__ import annotations
@@ -285,14 +292,8 @@ class PravegaSession(Session):
                 "(the segment store closes the connection)",
             )
         elif ch != sh or cl != sl:
+            # Normal in Pravega: each side accepts any peer whose range overlaps its own.
             f.fields["versions"] = "differ"
-            f.anomalies.append(
-                Anomaly(
-                    "version_mismatch",
-                    f"client speaks wire versions {cl}..{ch}, server {sl}..{sh}: compatible, "
-                    f"the connection uses version {min(ch, sh)}",
-                )
-            )
         else:
             f.fields["versions"] = "equal"
 
@@ -566,11 +567,11 @@ def _decodes(buf: bytes | bytearray, at: int, code: int, length: int) -> bool:
 
 def _trim_data(fields: dict[str, Any]) -> None:
     """Keep `fields` readable: a big data blob is shown by its first DATA_VIEW bytes."""
-    for key in ("data", "padding_data"):
-        v = fields.get(key)
-        if isinstance(v, bytes) and len(v) > DATA_VIEW:
-            fields[key] = v[:DATA_VIEW]
-            fields["data_length"] = len(v)
+    v = fields.get("data")
+    if isinstance(v, bytes):
+        fields["data_length"] = len(v)
+        if len(v) > DATA_VIEW:
+            fields["data"] = v[:DATA_VIEW]
             fields["data_shown"] = DATA_VIEW
     ev = fields.get("event")
     if isinstance(ev, dict) and isinstance(ev.get("data"), bytes) and len(ev["data"]) > DATA_VIEW:

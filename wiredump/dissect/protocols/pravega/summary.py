@@ -95,8 +95,14 @@ def _table(d: dict[str, Any]) -> str:
 
 def _generic(f: Frame, d: dict[str, Any]) -> str:
     parts: list[str] = []
+    absent = d.get("absent_optional_fields") or ()
     for k, v in d.items():
-        if k in _SKIP or k in ("entries", "keys", "data", "padding") or isinstance(v, (bytes, dict, list)):
+        if (
+            k in _SKIP
+            or k in absent
+            or k in ("entries", "keys", "data", "padding")
+            or isinstance(v, (bytes, dict, list))
+        ):
             continue
         if k == "writer_id":
             parts.append(_w(d))
