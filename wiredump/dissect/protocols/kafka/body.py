@@ -1,0 +1,213 @@
+"""The one table-walking decoder for every Kafka request and response body.
+
+It follows a compiled `Plan` (see `schema.py`): classic and compact strings, bytes,
+arrays and records, nullable structs, tagged-field sections (known tags by name,
+unknown ones kept raw). Every count and length is checked against the bytes left
+before anything is read or allocated. Error codes are collected on the way so the
+frame can carry the first non-zero one.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from wiredump.dissect.protocols.kafka.schema import (
+    ARRAY,
+    BOOL,
+    BYTES,
+    FIXED,
+    RECORDS,
+    STRING,
+    STRUCT,
+    UUID,
+    Op,
+    Plan,
+)
+from wiredump.dissect.wire import Cursor, Short
+
+MAX_DEPTH = 24
+
+RecordsHook = Callable[[bytes, int, list[dict[str, Any]]], Any]
+"""(record set bytes, offset in the frame, stack of enclosing structs) -> decode to store."""
+
+
+class Bad(Exception):
+    """The bytes contradict the layout (a negative length, a count beyond the frame…)."""
+
+    def __init__(self, msg: str, offset: int) -> None:
+        super().__init__(msg)
+        self.offset = offset
+
+
+class BodyDecoder:
+    """Walks one body; `errors` collects (path, code) for every non-zero error code seen."""
+
+    __slots__ = ("cur", "records", "errors", "secrets", "_path")
+
+    def __init__(
+        self, cur: Cursor, records: RecordsHook | None, secrets: frozenset[str] = frozenset()
+    ) -> None:
+        self.cur = cur
+        self.records = records
+        self.errors: list[tuple[str, int]] = []
+        self.secrets = secrets
+        self._path: list[str] = []
+
+    # -- lengths ---------------------------------------------------------------------------
+    def _length(self, compact: bool, wide: bool, what: str) -> int:
+        """Length of a string (int16), bytes/array (int32) or compact (uvarint N+1); -1 = null."""
+        c = self.cur
+        if compact:
+            n = c.uvarint(what, 5) - 1
+        elif wide:
+            n = c.i32(what)
+        else:
+            n = c.i16(what)
+        if n < -1:
+            raise Bad(f"{what}: length {n}", c.pos)
+        return n
+
+    # -- values ----------------------------------------------------------------------------
+    def struct(self, plan: Plan, stack: list[dict[str, Any]]) -> dict[str, Any]:
+        if len(stack) > MAX_DEPTH:
+            raise Bad("structs nested too deep", self.cur.pos)
+        out: dict[str, Any] = {}
+        stack.append(out)
+        try:
+            for op in plan.ops:
+                out[op.name] = self.value(op, stack)  # type: ignore[index]
+            if plan.flexible:
+                self.tagged(plan.tags, out, stack)
+        finally:
+            stack.pop()
+        return out
+
+    def tagged(self, tags: dict[int, Op], out: dict[str, Any], stack: list[dict[str, Any]]) -> None:
+        c = self.cur
+        count = c.uvarint("tagged field count", 5)
+        if count > c.left:
+            raise Bad(f"{count} tagged fields in {c.left} bytes", c.pos)
+        unknown: dict[str, Any] | None = None
+        for _ in range(count):
+            tag = c.uvarint("tag", 5)
+            size = c.uvarint("tagged field size", 5)
+            c.need(size, f"tagged field {tag}")
+            op = tags.get(tag)
+            if op is None:
+                if unknown is None:
+                    unknown = out.setdefault("_unknown_tags", {})
+                unknown[str(tag)] = c.take(size)
+                continue
+            end = c.end
+            start = c.pos
+            c.end = start + size
+            try:
+                out[op.name] = self.value(op, stack)  # type: ignore[index]
+                if c.pos != c.end:
+                    raise Bad(f"tagged field {op.name} leaves {c.end - c.pos} bytes", c.pos)
+            finally:
+                c.end = end
+            c.pos = start + size
+
+    def value(self, op: Op, stack: list[dict[str, Any]]) -> Any:
+        c = self.cur
+        code = op.code
+        if code == FIXED:
+            size = op.size
+            if c.pos + size > c.end:
+                raise Short(op.name or "value", c.pos, size, c.end - c.pos)
+            (v,) = op.fmt.unpack_from(c.buf, c.pos)  # type: ignore[union-attr]
+            c.pos += size
+            if v and op.name is not None and op.name.endswith("error_code"):
+                self.errors.append((self._where(stack, op.name), v))
+            return v
+        if code == STRING:
+            n = self._length(op.compact, False, op.name or "string")
+            if n < 0:
+                if not op.nullable:
+                    raise Bad(f"{op.name}: null in a non-nullable string", c.pos)
+                return None
+            return c.take(n, op.name or "string").decode("utf-8", "replace")
+        if code == ARRAY:
+            n = self._length(op.compact, True, op.name or "array")
+            if n < 0:
+                return None
+            elem = op.elem
+            assert elem is not None
+            if n * elem.min_size > c.left:
+                raise Bad(f"{op.name}: {n} elements cannot fit in {c.left} bytes", c.pos)
+            if elem.code == STRUCT:
+                plan = elem.struct
+                assert plan is not None
+                items = []
+                self._path.append(op.name or "")
+                try:
+                    for i in range(n):
+                        self._path.append(f"[{i}]")
+                        items.append(self.struct(plan, stack))
+                        self._path.pop()
+                finally:
+                    del self._path[-1]
+                return items
+            return [self.value(elem, stack) for _ in range(n)]
+        if code == STRUCT:
+            if op.nullable:
+                marker = c.i8(op.name or "struct")
+                if marker < 0:
+                    return None
+            plan = op.struct
+            assert plan is not None
+            self._path.append(op.name or "")
+            try:
+                return self.struct(plan, stack)
+            finally:
+                self._path.pop()
+        if code == BOOL:
+            return c.u8(op.name or "bool") != 0
+        if code == UUID:
+            return str(uuid.UUID(bytes=c.take(16, op.name or "uuid")))
+        if code == BYTES:
+            n = self._length(op.compact, True, op.name or "bytes")
+            if n < 0:
+                return None
+            v = c.take(n, op.name or "bytes")
+            if op.name in self.secrets:
+                return f"<{n} bytes masked>"
+            return v
+        if code == RECORDS:
+            n = self._length(op.compact, True, op.name or "records")
+            if n < 0:
+                return None
+            c.need(n, op.name or "records")
+            start = c.pos
+            data = c.take(n)
+            if self.records is None:
+                return {"size": n}
+            return self.records(data, start, stack)
+        raise Bad(f"unknown op {code}", c.pos)
+
+    def _where(self, stack: list[dict[str, Any]], name: str) -> str:
+        path = "".join(p if p.startswith("[") else f".{p}" for p in self._path)
+        return (path + "." + name).lstrip(".")
+
+
+def decode_body(
+    data: bytes,
+    start: int,
+    plan: Plan,
+    records: RecordsHook | None,
+    secrets: frozenset[str] = frozenset(),
+) -> tuple[dict[str, Any], list[tuple[str, int]], int]:
+    """Decode data[start:] with `plan`; returns (fields, errors, end position).
+
+    Raises `Short` or `Bad` (both carry `.offset`, a frame offset) when the bytes do not fit.
+    """
+    cur = Cursor(data, start)
+    dec = BodyDecoder(cur, records, secrets)
+    out = dec.struct(plan, [])
+    return out, dec.errors, cur.pos
+
+
+__all__ = ["Bad", "BodyDecoder", "Short", "decode_body"]

@@ -1,0 +1,488 @@
+"""Per-connection Kafka state: framing, headers, pairing, SASL tokens and TLS.
+
+Kafka frames are `[int32 size][header][body]`. Requests name their API key and
+version; responses carry only the correlation id, so a response is decoded with the
+key and version of the request it pairs with (NOTES §1, §10). After SaslHandshake v0
+the two sides exchange raw SASL tokens without Kafka headers; a TLS listener on a
+Kafka port sends TLS records. Both are reported for what they are instead of being
+decoded as garbage.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import OrderedDict
+from typing import Any
+
+from wiredump.dissect.model import (
+    EVENT,
+    MALFORMED,
+    OK,
+    REQUEST,
+    RESPONSE,
+    UNDECODABLE,
+    UNKNOWN_TYPE,
+    UNSUPPORTED_VERSION,
+    Anomaly,
+    Frame,
+)
+from wiredump.dissect.protocols.base import NEED_MORE, NOT_A_FRAME, ConnContext, Session
+from wiredump.dissect.protocols.kafka import schema
+from wiredump.dissect.protocols.kafka.body import Bad, BodyDecoder, decode_body
+from wiredump.dissect.protocols.kafka.records import BadRecord, RecordContext, decode_record_set
+from wiredump.dissect.protocols.kafka.summary import summarize
+from wiredump.dissect.wire import Cursor, Short
+
+PROTOCOL = "kafka"
+MiB = 1024 * 1024
+MAX_FRAME = 100 * MiB + 4
+_REQ_HEAD = struct.Struct(">ihhi")
+_I32 = struct.Struct(">i")
+_I16 = struct.Struct(">h")
+TLS_TYPES = {20: "ChangeCipherSpec", 21: "Alert", 22: "Handshake", 23: "ApplicationData", 24: "Heartbeat"}
+MAX_CLIENT_ID = 4096
+SECRET_FIELDS = frozenset({"auth_bytes", "salted_password", "hmac", "salt"})
+MAX_GUESS_BYTES = 1 * MiB
+
+# topic id -> name, learnt from Metadata-like responses (UUIDs are unique across clusters).
+_TOPIC_IDS: OrderedDict[str, str] = OrderedDict()
+_TOPIC_IDS_MAX = 100_000
+
+
+def plausible_client_id(buf: bytes | bytearray, pos: int, end: int) -> bool | None:
+    """True/False when the int16-length client id at buf[pos] is (not) plausible, None if cut."""
+    if pos + 2 > end:
+        return None
+    (n,) = _I16.unpack_from(buf, pos)
+    if n == -1:
+        return True
+    if n < 0 or n > MAX_CLIENT_ID:
+        return False
+    s = bytes(buf[pos + 2 : min(pos + 2 + n, end)])
+    return all(32 <= b < 127 for b in s) or _is_utf8_text(s)
+
+
+def _is_utf8_text(s: bytes) -> bool:
+    try:
+        t = s.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return all(ch.isprintable() for ch in t)
+
+
+def known_request(api_key: int, version: int) -> bool:
+    vs = schema.api_versions().get(api_key)
+    return vs is not None and version in vs
+
+
+def plausible_request(buf: bytes | bytearray, pos: int, strict: bool) -> bool:
+    """Does buf[pos:] start like a Kafka request frame?
+
+    strict (sniffing, resynchronising): known key, valid version, correlation id >= 0,
+    a client id that reads as text. Not strict (framing a stream already in sync): a key
+    and version in a sane range, so unknown keys and newer versions still frame.
+    """
+    end = len(buf)
+    if end - pos < 12:
+        if end - pos >= 8:
+            size, key, version = struct.unpack_from(">ihh", buf, pos)
+            return 8 <= size <= MAX_FRAME - 4 and (known_request(key, version) if strict else 0 <= key < 1000)
+        return False
+    size, key, version, corr = _REQ_HEAD.unpack_from(buf, pos)
+    if size < 8 or size > MAX_FRAME - 4:
+        return False
+    if known_request(key, version):
+        pass
+    elif strict or not (0 <= key < 1000 and 0 <= version < 200):
+        return False
+    if strict and corr < 0:
+        return False
+    if schema.request_header_version(key, version) == 0:
+        return True
+    if size < 10:
+        return False
+    ok = plausible_client_id(buf, pos + 12, min(end, pos + 4 + size))
+    return ok is not False
+
+
+class KafkaSession(Session):
+    def __init__(self, ctx: ConnContext) -> None:
+        super().__init__(ctx)
+        self.tls = False
+        self.tls_reported = False
+        self.sasl_raw = False
+        self.sasl_mechanism: str | None = None
+        self._handshakes: dict[int, str | None] = {}
+        self._seen: OrderedDict[tuple[int, int], None] = OrderedDict()
+        self.show_secrets = bool(ctx.options.get("show_secrets"))
+
+    # -- framing ---------------------------------------------------------------------------
+    def frame_length(self, buf: bytes | bytearray, pos: int, role: str) -> int:
+        avail = len(buf) - pos
+        if avail < 2:
+            return NEED_MORE
+        b0, b1 = buf[pos], buf[pos + 1]
+        if b1 == 3 and (b0 == 22 or (self.tls and b0 in TLS_TYPES)):
+            if avail < 5:
+                return NEED_MORE
+            self.tls = True
+            return 5 + ((buf[pos + 3] << 8) | buf[pos + 4])
+        if avail < 4:
+            return NEED_MORE
+        (size,) = _I32.unpack_from(buf, pos)
+        if self.sasl_raw:
+            return size + 4 if size >= 0 else NOT_A_FRAME
+        if role == "client":
+            if size < 8:
+                return NOT_A_FRAME
+            if avail >= 8 and not plausible_request(buf, pos, strict=False):
+                return NOT_A_FRAME
+        elif size < 4:
+            return NOT_A_FRAME
+        return size + 4
+
+    def resync(self, buf: bytes | bytearray, pos: int, role: str) -> int | None:
+        end = len(buf)
+        if role == "client":
+            for at in range(pos, end - 11):
+                if plausible_request(buf, at, strict=True):
+                    return at
+            return None
+        peek = self.ctx.correlator.peek
+        for at in range(pos, end - 7):
+            size, corr = struct.unpack_from(">ii", buf, at)
+            if size < 4 or size > MAX_FRAME - 4 or corr < 0:
+                continue
+            if peek(corr) is not None:
+                return at
+            # Nothing pending (capture started mid-stream): accept a chain of two frames.
+            nxt = at + 4 + size
+            if nxt == end:
+                continue
+            if nxt + 8 <= end:
+                size2, corr2 = struct.unpack_from(">ii", buf, nxt)
+                if 4 <= size2 <= MAX_FRAME - 4 and 0 < corr2 - corr <= 64:
+                    return at
+        return None
+
+    # -- decoding --------------------------------------------------------------------------
+    def decode(self, data: bytes, role: str, complete: bool = True) -> list[Frame]:
+        if len(data) >= 2 and data[1] == 3 and (data[0] == 22 or (self.tls and data[0] in TLS_TYPES)):
+            return [self._tls(data)]
+        if role == "client":
+            return [self._request(data, complete)]
+        return [self._response(data, complete)]
+
+    def _tls(self, data: bytes) -> Frame:
+        ctype = data[0]
+        f = Frame(PROTOCOL, "TLS", ctype, kind=EVENT, status=UNDECODABLE)
+        name = TLS_TYPES.get(ctype, str(ctype))
+        version = f"{data[1]}.{data[2]}" if len(data) >= 3 else "?"
+        f.fields = {"tls_content_type": name, "tls_version": version, "tls_length": len(data) - 5}
+        f.summary = f"TLS {name} record, {len(data) - 5} bytes (encrypted connection)"
+        if not self.tls_reported:
+            self.tls_reported = True
+            f.anomalies.append(
+                Anomaly("undecodable", "TLS on a Kafka port: the connection is encrypted, not decoded")
+            )
+        return f
+
+    def _sasl_token(self, data: bytes, role: str) -> Frame:
+        f = Frame(PROTOCOL, "SaslToken", -1, kind=EVENT)
+        token = data[4:]
+        fields: dict[str, Any] = {"mechanism": self.sasl_mechanism, "length": len(token)}
+        if self.show_secrets:
+            fields["token"] = token
+        elif self.sasl_mechanism == "PLAIN" and role == "client" and token.count(b"\0") == 2:
+            authzid, user, _ = token.split(b"\0")
+            fields["authzid"] = authzid.decode("utf-8", "replace")
+            fields["username"] = user.decode("utf-8", "replace")
+            fields["password"] = "<masked>"
+        else:
+            fields["token"] = f"<{len(token)} bytes masked>"
+        f.fields = fields
+        who = fields.get("username")
+        f.summary = f"SASL {self.sasl_mechanism or '?'} token, {len(token)} bytes" + (
+            f", user {who}" if who else ""
+        )
+        return f
+
+    def _records_hook(
+        self, frame: Frame, direction: str, partial_ok: bool, emit: bool, stats: dict[str, int]
+    ):
+        limits = self.ctx.limits
+
+        def hook(data: bytes, start: int, stack: list[dict[str, Any]]) -> Any:
+            topic, partition = _locate(stack)
+            rc = RecordContext(frame, direction, limits, topic, partition, partial_ok, start, emit, stats)
+            return decode_record_set(data, rc)
+
+        return hook
+
+    def _request(self, data: bytes, complete: bool) -> Frame:
+        f = Frame(PROTOCOL, "Unknown", -1, kind=REQUEST)
+        if len(data) < 12:
+            if complete:
+                f.flag(MALFORMED, "malformed", f"request of {len(data)} bytes is shorter than a header", 0)
+            return f
+        _, api_key, version, corr = _REQ_HEAD.unpack_from(data, 0)
+        if self.sasl_raw:
+            if plausible_request(data, 0, strict=True):
+                self.sasl_raw = False  # authentication is over: Kafka requests again
+            else:
+                return self._sasl_token(data, "client")
+        name = schema.api_names().get(api_key)
+        f.type = name or "Unknown"
+        f.type_code = api_key
+        f.version = version
+        f.correlation_id = corr
+        f.context = (api_key, version)
+        header: dict[str, Any] = {"api_key": api_key, "api_version": version, "correlation_id": corr}
+        f.fields = {"header": header}
+        correlator = self.ctx.correlator
+        hv = schema.request_header_version(api_key, version) if name else 1
+        cur = Cursor(data, 12)
+        try:
+            if hv >= 1:
+                n = cur.i16("client_id")
+                header["client_id"] = None if n < 0 else cur.take(n, "client_id").decode("utf-8", "replace")
+            if hv >= 2:
+                BodyDecoder(cur, None).tagged({}, header, [])
+        except (Short, Bad) as e:
+            if complete:
+                f.flag(MALFORMED, "malformed", f"request header: {e}", e.offset)
+            correlator.request(f, corr, True)
+            return f
+        if name is None:
+            f.flag(UNKNOWN_TYPE, "unknown_type", f"unknown Kafka API key {api_key} (version {version})", 4)
+            correlator.request(f, corr, True)
+            f.summary = f"unknown API key {api_key} v{version}"
+            return f
+        plan = schema.plan(api_key, version, "request")
+        if plan is None:
+            f.flag(
+                UNSUPPORTED_VERSION, "unsupported_version", f"{name} v{version} is not in the Kafka specs", 6
+            )
+            correlator.request(f, corr, True)
+            f.summary = f"{name} v{version} (unsupported version)"
+            return f
+        self._seen[(api_key, version)] = None
+        self._seen.move_to_end((api_key, version))
+        stats: dict[str, int] = {}
+        hook = self._records_hook(f, "produce", False, True, stats)
+        body = self._body(f, data, cur.pos, plan, hook, complete, "request")
+        expects = True
+        if body is not None:
+            if api_key == 0 and body.get("acks") == 0:
+                expects = False
+            if api_key == 17:
+                self.sasl_mechanism = body.get("mechanism")
+                if version == 0:
+                    self._handshakes[corr] = self.sasl_mechanism
+        correlator.request(f, corr, expects)
+        if stats:
+            f.fields["record_stats"] = stats
+        f.summary = summarize(f, body, None)
+        return f
+
+    def _body(
+        self, f: Frame, data: bytes, start: int, plan: schema.Plan, hook: Any, complete: bool, kind: str
+    ) -> dict[str, Any] | None:
+        secrets = frozenset() if self.show_secrets else SECRET_FIELDS
+        try:
+            body, errors, end = decode_body(data, start, plan, hook, secrets)
+        except (Short, Bad, BadRecord) as e:
+            if complete:
+                f.flag(
+                    MALFORMED, "malformed", f"{f.type} v{f.version} {kind}: {e}", getattr(e, "offset", None)
+                )
+            return None
+        f.fields["body"] = body
+        if end != len(data):
+            f.flag(
+                MALFORMED,
+                "malformed",
+                f"{f.type} v{f.version} {kind}: {len(data) - end} bytes after the body",
+                end,
+            )
+        if errors:
+            f.error_code = errors[0][1]
+            f.error = schema.error_name(errors[0][1])
+            f.fields["_errors"] = [
+                {"path": p, "error_code": c, "error": schema.error_name(c)} for p, c in errors
+            ]
+        return body
+
+    def _response(self, data: bytes, complete: bool) -> Frame:
+        f = Frame(PROTOCOL, "Unknown", -1, kind=RESPONSE)
+        if len(data) < 8:
+            if complete:
+                f.flag(MALFORMED, "malformed", f"response of {len(data)} bytes is shorter than a header", 0)
+            return f
+        (corr,) = _I32.unpack_from(data, 4)
+        correlator = self.ctx.correlator
+        if self.sasl_raw and correlator.peek(corr) is None:
+            return self._sasl_token(data, "server")
+        f.correlation_id = corr
+        f.fields = {"header": {"correlation_id": corr}}
+        req = correlator.response(f, corr)
+        if req is None:
+            self._guess(f, data, complete)
+            return f
+        api_key, version = req.context if isinstance(req.context, tuple) else (-1, -1)
+        f.type, f.type_code, f.version = req.type, req.type_code, version
+        if req.status in (UNKNOWN_TYPE, UNSUPPORTED_VERSION):
+            f.flag(req.status, req.status, f"response to a request with {req.status.replace('_', ' ')}", None)
+            f.summary = f"response to {req.type} v{version}"
+            return f
+        plan = schema.plan(api_key, version, "response")
+        if plan is None:
+            f.flag(
+                UNSUPPORTED_VERSION,
+                "unsupported_version",
+                f"no response layout for {f.type} v{version}",
+                None,
+            )
+            return f
+        start = 8
+        if schema.response_header_version(api_key, version) == 1:
+            cur = Cursor(data, 8)
+            try:
+                BodyDecoder(cur, None).tagged({}, f.fields["header"], [])
+            except (Short, Bad) as e:
+                if complete:
+                    f.flag(MALFORMED, "malformed", f"response header: {e}", e.offset)
+                return f
+            start = cur.pos
+        if (
+            api_key == 18
+            and version > 0
+            and len(data) >= start + 2
+            and _I16.unpack_from(data, start)[0] == 35
+        ):
+            plan = schema.plan(18, 0, "response") or plan  # unsupported version: answered with a v0 body
+            f.fields["header"]["body_version"] = 0
+        stats: dict[str, int] = {}
+        hook = self._records_hook(f, "deliver", True, True, stats)
+        body = self._body(f, data, start, plan, hook, complete, "response")
+        if stats:
+            f.fields["record_stats"] = stats
+        if body is not None:
+            _learn_topic_ids(body)
+            if api_key == 17 and corr in self._handshakes and not body.get("error_code"):
+                self.sasl_raw = True
+        self._handshakes.pop(corr, None)
+        f.summary = summarize(f, body, req)
+        return f
+
+    def _guess(self, f: Frame, data: bytes, complete: bool) -> None:
+        """A response whose request was not captured: try the layouts that could fit."""
+        candidates: list[tuple[int, int]] = list(reversed(self._seen))
+        if len(data) <= MAX_GUESS_BYTES:
+            for key, vs in schema.api_versions().items():
+                for v in sorted(vs, reverse=True):
+                    if (key, v) not in self._seen:
+                        candidates.append((key, v))
+        seen_count = len(self._seen)
+        fits: list[tuple[int, int, dict[str, Any]]] = []
+        for i, (key, v) in enumerate(candidates):
+            if i >= seen_count and fits:
+                break  # a layout this connection uses fits: prefer it
+            body = self._try(data, key, v)
+            if body is not None:
+                fits.append((key, v, body))
+                if i < seen_count:
+                    break
+        f.fields["no_request"] = True
+        if not fits:
+            f.status = UNKNOWN_TYPE
+            f.anomalies.append(
+                Anomaly("unknown_type", "response without a captured request; no API layout fits")
+            )
+            f.summary = f"response without request, correlation id {f.correlation_id}"
+            return
+        if len(fits) > 1:
+            f.fields["candidates"] = [f"{schema.api_names()[k]} v{v}" for k, v, _ in fits[:10]]
+        key, v, _ = fits[0]
+        f.type, f.type_code, f.version = schema.api_names()[key], key, v
+        f.fields["guessed"] = True
+        plan = schema.plan(key, v, "response")
+        assert plan is not None
+        start = self._resp_body_start(data, key, v)
+        stats: dict[str, int] = {}
+        hook = self._records_hook(f, "deliver", True, True, stats)
+        body = self._body(f, data, start if start is not None else 8, plan, hook, complete, "response")
+        if stats:
+            f.fields["record_stats"] = stats
+        f.summary = summarize(f, body, None) + " (no request; layout guessed)"
+
+    @staticmethod
+    def _resp_body_start(data: bytes, key: int, v: int) -> int | None:
+        if schema.response_header_version(key, v) == 0:
+            return 8
+        cur = Cursor(data, 8)
+        try:
+            BodyDecoder(cur, None).tagged({}, {}, [])
+        except (Short, Bad):
+            return None
+        return cur.pos
+
+    def _try(self, data: bytes, key: int, v: int) -> dict[str, Any] | None:
+        plan = schema.plan(key, v, "response")
+        if plan is None:
+            return None
+        start = self._resp_body_start(data, key, v)
+        if start is None:
+            return None
+        scratch = Frame(PROTOCOL, "", key)
+        hook = self._records_hook(scratch, "deliver", True, False, {})
+        try:
+            body, _, end = decode_body(data, start, plan, hook)
+        except (Short, Bad, BadRecord):
+            return None
+        except Exception:
+            return None
+        return body if end == len(data) and scratch.status == OK else None
+
+
+def _locate(stack: list[dict[str, Any]]) -> tuple[str | None, int | None]:
+    """Topic and partition of a record set from the structs enclosing it."""
+    partition: int | None = None
+    topic: str | None = None
+    for d in reversed(stack):
+        if partition is None:
+            for k in ("index", "partition_index", "partition"):
+                v = d.get(k)
+                if isinstance(v, int):
+                    partition = v
+                    break
+        if topic is None:
+            for k in ("name", "topic"):
+                v = d.get(k)
+                if isinstance(v, str):
+                    topic = v
+                    break
+            else:
+                tid = d.get("topic_id")
+                if isinstance(tid, str):
+                    topic = _TOPIC_IDS.get(tid, tid)
+        if topic is not None and partition is not None:
+            break
+    return topic, partition
+
+
+def _learn_topic_ids(body: dict[str, Any]) -> None:
+    topics = body.get("topics")
+    if not isinstance(topics, list):
+        return
+    for t in topics:
+        if isinstance(t, dict):
+            tid, name = t.get("topic_id"), t.get("name")
+            if (
+                isinstance(tid, str)
+                and isinstance(name, str)
+                and tid != "00000000-0000-0000-0000-000000000000"
+            ):
+                _TOPIC_IDS[tid] = name
+                if len(_TOPIC_IDS) > _TOPIC_IDS_MAX:
+                    _TOPIC_IDS.popitem(last=False)
