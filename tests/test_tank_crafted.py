@@ -1,0 +1,667 @@
+"""TANK: crafted frames for what the real captures lack.
+
+The frames are built here from the layouts in `shared/reference/tank/WIRE.md` (and
+the sparse-bundle writer rules of TANK's `produce_with_seqnum`: first and last
+sequence numbers in the header, `delta = seq - prev - 1` for middle messages, flag
+0x04 instead of a zero delta), so every expected value below is the input we chose,
+not something read back from the decoder. Frames go through the real framing
+engine (`ConnectionFramer`) exactly as the pipeline drives it.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+import cramjam
+
+from wiredump.dissect.correlation import Correlator
+from wiredump.dissect.framing import ConnectionFramer
+from wiredump.dissect.limits import Limits
+from wiredump.dissect.model import Anomaly, Exchange, Frame
+from wiredump.dissect.protocols import all_protocols
+from wiredump.dissect.protocols.base import ConnContext
+from wiredump.dissect.protocols.tank import SPEC
+
+C, S = "client", "server"
+TS0 = 1_700_000_000_000_000
+
+# -- a small TANK writer ------------------------------------------------------------------------
+
+
+def varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def s8(s: str | bytes) -> bytes:
+    b = s.encode() if isinstance(s, str) else s
+    return bytes([len(b)]) + b
+
+
+def frame(msg_id: int, payload: bytes) -> bytes:
+    return bytes([msg_id]) + struct.pack("<I", len(payload)) + payload
+
+
+@dataclass
+class M:
+    value: bytes
+    ts: int = 1_700_000_000_123
+    key: bytes | None = None
+    seq: int | None = None
+
+
+def bundle(msgs: list[M], sparse: bool = False, snappy: bool = False) -> bytes:
+    n = len(msgs)
+    flags = (1 if snappy else 0) | (0x40 if sparse else 0)
+    head = bytes([flags | (n << 2)]) if n < 16 else bytes([flags]) + varint(n)
+    if sparse:
+        head += struct.pack("<Q", msgs[0].seq)
+        if n != 1:
+            head += varint(msgs[-1].seq - msgs[0].seq - 1)
+    body = bytearray()
+    for i, m in enumerate(msgs):
+        mflags = 0x01 if m.key is not None else 0
+        same_ts = i > 0 and m.ts == msgs[i - 1].ts
+        if same_ts:
+            mflags |= 0x02
+        delta = 0
+        if sparse and 0 < i < n - 1:
+            delta = m.seq - msgs[i - 1].seq - 1
+            if delta == 0:
+                mflags |= 0x04
+        body.append(mflags)
+        if delta:
+            body += varint(delta)
+        if not same_ts:
+            body += struct.pack("<Q", m.ts)
+        if m.key is not None:
+            body += s8(m.key)
+        body += varint(len(m.value)) + m.value
+    if snappy:
+        body = bytearray(bytes(cramjam.snappy.compress_raw(bytes(body))))
+    return head + bytes(body)
+
+
+def produce_req(
+    rid: int, topics: list[tuple[str, list[tuple[int, bytes]]]], with_seqnum: dict | None = None
+) -> bytes:
+    """`topics`: [(name, [(partition, bundle bytes)])]; `with_seqnum` {(topic, p): first seq} → id 5."""
+    p = struct.pack("<HI", 2, rid) + s8("c++") + bytes([0]) + struct.pack("<I", 0) + bytes([len(topics)])
+    for name, parts in topics:
+        p += s8(name) + bytes([len(parts)])
+        for pid, b in parts:
+            p += struct.pack("<H", pid) + varint(len(b))
+            if with_seqnum is not None:
+                p += struct.pack("<Q", with_seqnum[(name, pid)])
+            p += b
+    return frame(5 if with_seqnum is not None else 1, p)
+
+
+def consume_req(rid: int, topics: list[tuple[str, list[tuple[int, int]]]], max_wait: int = 0) -> bytes:
+    p = struct.pack("<HI", 2, rid) + s8("") + struct.pack("<QI", max_wait, 0) + bytes([len(topics)])
+    for name, parts in topics:
+        p += s8(name) + bytes([len(parts)])
+        for pid, seq in parts:
+            p += struct.pack("<HQI", pid, seq, 1 << 20)
+    return frame(2, p)
+
+
+def chunk(*bundles: bytes) -> bytes:
+    return b"".join(varint(len(b)) + b for b in bundles)
+
+
+def consume_resp(rid: int, topics: list[tuple[str, list[bytes] | None]], chunks: list[bytes]) -> bytes:
+    """`topics`: [(name, [partition entry bytes]) or (name, None) for unknown]."""
+    hdr = struct.pack("<I", rid) + bytes([len(topics)])
+    for name, entries in topics:
+        if entries is None:
+            hdr += s8(name) + bytes([1]) + b"\xff\xff"
+        else:
+            hdr += s8(name) + bytes([len(entries)]) + b"".join(entries)
+    return frame(2, struct.pack("<I", len(hdr)) + hdr + b"".join(chunks))
+
+
+def entry(pid: int, flag: int, *rest: bytes) -> bytes:
+    return struct.pack("<HB", pid, flag) + b"".join(rest)
+
+
+def q(n: int) -> bytes:
+    return struct.pack("<Q", n)
+
+
+def u32(n: int) -> bytes:
+    return struct.pack("<I", n)
+
+
+PING = frame(3, b"")
+
+# -- the harness --------------------------------------------------------------------------------
+
+
+@dataclass
+class Out:
+    frames: list[Frame] = field(default_factory=list)
+    anomalies: list[Anomaly] = field(default_factory=list)
+    exchanges: list[Exchange] = field(default_factory=list)
+
+    def frame(self, f: Frame) -> None:
+        self.frames.append(f)
+
+    def anomaly(self, a: Anomaly) -> None:
+        self.anomalies.append(a)
+
+    def exchange(self, e: Exchange) -> None:
+        self.exchanges.append(e)
+
+    def all_anomalies(self) -> list[Anomaly]:
+        return self.anomalies + [a for f in self.frames for a in f.anomalies]
+
+    def of(self, type_: str, kind: str | None = None) -> list[Frame]:
+        return [f for f in self.frames if f.type == type_ and (kind is None or f.kind == kind)]
+
+
+def run(steps: list[tuple[str, bytes]] | list[tuple[str, bytes, int]], limits: Limits | None = None) -> Out:
+    """Feed (role, bytes[, ts_us]) steps as packets 1, 2, 3…; finish the connection."""
+    out = Out()
+    ctx = ConnContext(
+        "crafted", 0, "10.0.0.1", 40000, "10.0.0.2", 11011, Correlator(0, "tank"), limits or Limits()
+    )
+    framer = ConnectionFramer(SPEC, SPEC.new_session(ctx), ctx, out)
+    for i, step in enumerate(steps, 1):
+        role, data = step[0], step[1]
+        ts = step[2] if len(step) > 2 else TS0 + i * 1000
+        framer.feed(role, data, i, ts)
+    framer.finish()
+    return out
+
+
+# -- registration -------------------------------------------------------------------------------
+
+
+def test_spec_registration_and_sniffing() -> None:
+    assert all_protocols()["tank"] is SPEC
+    assert SPEC.ports == (11011,)
+    assert SPEC.max_frame == 5 + 256 * 1024 * 1024  # the broker's own cap (WIRE.md §2)
+    assert SPEC.sniff(PING, S)
+    assert not SPEC.sniff(b"\x03\x00\x00\x00\x01", S)
+    assert SPEC.sniff(consume_req(1, [("t", [(0, 0)])]), C)
+    assert SPEC.sniff(produce_req(1, [("t", [(0, bundle([M(b"x")]))])]), C)
+    assert not SPEC.sniff(b"GET / HTTP/1.1\r\n", C)
+    assert not SPEC.sniff(b"\x00\x00\x00\x2a\x00\x12\x00\x03", C)  # a Kafka request
+
+
+# -- sparse bundles ----------------------------------------------------------------------------
+
+
+def test_produce_with_seqnum_sparse_bundles_from_several_producers() -> None:
+    # Mirroring: messages that several producers wrote to the source, with gaps in numbering.
+    p0 = [
+        M(b"a", seq=100, key=b"k1"),
+        M(b"b", seq=101),
+        M(b"c", seq=105, ts=1_700_000_000_200),
+        M(b"d", seq=106, ts=1_700_000_000_200),
+        M(b"e", seq=200, key=b"k5", ts=1_700_000_000_300),
+    ]
+    p1 = [M(b"only", seq=7)]
+    two = [M(b"x", seq=1), M(b"y", seq=3)]
+    many = [M(b"v%03d" % i, seq=1000 + 2 * i, key=b"key") for i in range(20)]  # varint count, snappy
+    req = produce_req(
+        9,
+        [
+            ("mirror", [(0, bundle(p0, sparse=True)), (1, bundle(p1, sparse=True))]),
+            ("other", [(3, bundle(two, sparse=True)), (4, bundle(many, sparse=True, snappy=True))]),
+        ],
+        with_seqnum={("mirror", 0): 100, ("mirror", 1): 7, ("other", 3): 1, ("other", 4): 1000},
+    )
+    resp = frame(1, u32(9) + bytes([0, 0]) + bytes([0, 0]))
+    out = run([(S, PING), (C, req), (S, resp)])
+    assert out.all_anomalies() == []
+    (rq,) = out.of("ProduceWithSeqnum")
+    assert rq.kind == "request" and rq.type_code == 5 and rq.correlation_id == 9
+    got = [(m.topic, m.partition, m.offset, m.key, m.value, m.timestamp_ms) for m in rq.messages]
+    want = [("mirror", 0, m.seq, m.key, m.value, m.ts) for m in p0]
+    want += [("mirror", 1, m.seq, m.key, m.value, m.ts) for m in p1]
+    want += [("other", 3, m.seq, m.key, m.value, m.ts) for m in two]
+    want += [("other", 4, m.seq, m.key, m.value, m.ts) for m in many]
+    assert got == want
+    assert all(m.direction == "produce" for m in rq.messages)
+    assert [m.compression for m in rq.messages if m.partition == 4] == ["snappy"] * 20
+    part = rq.fields["topics"][0]["partitions"][0]
+    assert part["first_seqnum"] == 100
+    assert part["bundle"]["sparse"] is True
+    assert (part["bundle"]["first_seqnum"], part["bundle"]["last_seqnum"]) == (100, 200)
+    # ProduceWithSeqnum is answered with msgId 1, paired by request id.
+    (rs,) = out.of("Produce", "response")
+    assert rs.type_code == 1 and rs.fields["answers"] == "ProduceWithSeqnum"
+    assert rs.peer_packet == 2 and rq.peer_packet == 3 and rs.latency_us == 1000
+    assert rs.error_code == 0
+    assert [(t["name"], [p["partition"] for p in t["partitions"]]) for t in rs.fields["topics"]] == [
+        ("mirror", [0, 1]),
+        ("other", [3, 4]),
+    ]
+    assert [e.status for e in out.exchanges] == ["answered"]
+
+
+def test_consume_chunk_mixing_sparse_and_regular_bundles() -> None:
+    # The first bundle is sparse (flag 0xfe: no base seqnum in the entry); a regular
+    # producer's bundle continues at last + 1; another sparse one jumps ahead.
+    b1 = bundle([M(b"s1", seq=50), M(b"s2", seq=52), M(b"s3", seq=53)], sparse=True)
+    b2 = bundle([M(b"r1"), M(b"r2")])
+    b3 = bundle([M(b"t1", seq=60), M(b"t2", seq=70)], sparse=True)
+    b4 = bundle([M(b"r3", key=b"K")])
+    ch = chunk(b1, b2, b3, b4)
+    resp = consume_resp(4, [("mirror", [entry(0, 0xFE, q(71), u32(len(ch)))])], [ch])
+    out = run([(S, PING), (C, consume_req(4, [("mirror", [(0, 50)])])), (S, resp)])
+    assert out.all_anomalies() == []
+    (rs,) = out.of("Consume", "response")
+    assert [(m.offset, m.value) for m in rs.messages] == [
+        (50, b"s1"),
+        (52, b"s2"),
+        (53, b"s3"),
+        (54, b"r1"),
+        (55, b"r2"),
+        (60, b"t1"),
+        (70, b"t2"),
+        (71, b"r3"),
+    ]
+    assert rs.messages[-1].key == b"K"
+    assert all(m.direction == "deliver" and m.topic == "mirror" and m.partition == 0 for m in rs.messages)
+    e = rs.fields["topics"][0]["partitions"][0]
+    assert e["sparse"] is True and e["high_watermark"] == 71 and "base_seqnum" not in e
+
+
+def test_sparse_single_message_and_prev_plus_one_flags() -> None:
+    b = bundle([M(b"a", seq=5), M(b"b", seq=6), M(b"c", seq=7), M(b"d", seq=9), M(b"e", seq=10)], sparse=True)
+    assert b[0] == 0x40 | (5 << 2)
+    req = produce_req(1, [("t", [(0, b)])])  # plain Produce may carry a sparse bundle too
+    out = run([(C, req)])
+    assert [m.offset for m in out.frames[0].messages] == [5, 6, 7, 9, 10]
+
+
+# -- chunks that end in a partial bundle -------------------------------------------------------
+
+
+def test_chunk_ending_in_partial_bundle_is_normal() -> None:
+    full1 = bundle([M(b"m10"), M(b"m11"), M(b"m12")])
+    full2 = bundle([M(b"m13", key=b"k"), M(b"m14")])
+    cut = bundle([M(b"x" * 30), M(b"y" * 30)])
+    partial = varint(len(cut)) + cut[:12]  # the fetch size ended 12 bytes into it
+    ch0 = chunk(full1, full2) + partial
+    ch1 = chunk(bundle([M(b"p1-0")]))
+    resp = consume_resp(
+        2,
+        [("ev", [entry(0, 0, q(10), q(99), u32(len(ch0))), entry(1, 0, q(0), q(0), u32(len(ch1)))])],
+        [ch0, ch1],
+    )
+    out = run([(C, consume_req(2, [("ev", [(0, 10), (1, 0)])])), (S, resp)])
+    assert out.all_anomalies() == []
+    (rs,) = out.of("Consume", "response")
+    assert rs.status == "ok"
+    assert [(m.partition, m.offset, m.value) for m in rs.messages] == [
+        (0, 10, b"m10"),
+        (0, 11, b"m11"),
+        (0, 12, b"m12"),
+        (0, 13, b"m13"),
+        (0, 14, b"m14"),
+        (1, 0, b"p1-0"),
+    ]
+    e0 = rs.fields["topics"][0]["partitions"][0]
+    assert e0["partial_bundle"]["declared_length"] == len(cut)
+    assert e0["partial_bundle"]["available"] == 12
+    assert len(e0["bundles"]) == 2
+    assert "partial" in rs.summary
+
+
+def test_chunk_cut_inside_the_bundle_length_varint() -> None:
+    big = bundle([M(b"z" * 300)])
+    assert len(big) >= 128
+    ch = chunk(bundle([M(b"a")])) + varint(len(big))[:1]
+    resp = consume_resp(3, [("ev", [entry(0, 0, q(1), q(5), u32(len(ch)))])], [ch])
+    out = run([(C, consume_req(3, [("ev", [(0, 1)])])), (S, resp)])
+    assert out.all_anomalies() == []
+    rs = out.of("Consume", "response")[0]
+    assert [m.offset for m in rs.messages] == [1]
+    assert rs.fields["topics"][0]["partitions"][0]["partial_bundle"]["declared_length"] is None
+
+
+def test_messages_before_the_requested_seqnum_are_marked() -> None:
+    ch = chunk(bundle([M(b"a"), M(b"b"), M(b"c")]))
+    resp = consume_resp(1, [("ev", [entry(0, 0, q(20), q(22), u32(len(ch)))])], [ch])
+    out = run([(C, consume_req(1, [("ev", [(0, 21)])])), (S, resp)])
+    flags = [
+        (m.offset, bool(m.detail.get("before_requested"))) for m in out.of("Consume", "response")[0].messages
+    ]
+    assert flags == [(20, True), (21, False), (22, False)]
+
+
+# -- errors -------------------------------------------------------------------------------------
+
+
+def test_produce_response_errors_follow_the_request_list() -> None:
+    b = bundle([M(b"v")])
+    req = produce_req(
+        7, [("gone", [(0, b), (1, b), (2, b)]), ("ev", [(0, b), (1, b), (2, b), (3, b)]), ("ro", [(0, b)])]
+    )
+    # gone: unknown topic (one byte for all three); ev: ok, other leader (+ep), unknown
+    # partition, no leader; ro: read-only (topic level).
+    ep = bytes([10, 1, 2, 3]) + struct.pack("<H", 11012)
+    resp = frame(1, u32(7) + bytes([0xFF]) + bytes([0, 0xFC]) + ep + bytes([1, 0xFD]) + bytes([0xFE]))
+    out = run([(C, req), (S, resp)])
+    assert out.all_anomalies() == []
+    (rs,) = out.of("Produce", "response")
+    parts = [
+        (t["name"], p["partition"], p["error_code"], p["error"])
+        for t in rs.fields["topics"]
+        for p in t["partitions"]
+    ]
+    assert parts == [
+        ("gone", 0, 0xFF, "unknown_topic"),
+        ("gone", 1, 0xFF, "unknown_topic"),
+        ("gone", 2, 0xFF, "unknown_topic"),
+        ("ev", 0, 0, "ok"),
+        ("ev", 1, 0xFC, "other_leader"),
+        ("ev", 2, 1, "unknown_partition"),
+        ("ev", 3, 0xFD, "no_leader"),
+        ("ro", 0, 0xFE, "read_only"),
+    ]
+    assert rs.fields["topics"][1]["partitions"][1]["leader"] == {"address": "10.1.2.3", "port": 11012}
+    assert (rs.error_code, rs.error) == (0xFF, "unknown_topic")
+    assert out.exchanges[0].error_code == 0xFF
+
+
+def test_consume_response_errors_named() -> None:
+    ep = bytes([192, 168, 0, 9]) + struct.pack("<H", 11011)
+    resp = consume_resp(
+        5,
+        [
+            ("nosuch", None),
+            (
+                "ev",
+                [
+                    entry(0, 0x01, q(0), q(500), u32(0), q(120)),
+                    entry(1, 0xFF),
+                    entry(2, 0xFD),
+                    entry(3, 0xFC, ep),
+                    entry(4, 0xFB),
+                ],
+            ),
+        ],
+        [],
+    )
+    req = consume_req(5, [("nosuch", [(0, 0)]), ("ev", [(0, 3), (1, 0), (2, 0), (3, 0), (4, 0)])])
+    out = run([(C, req), (S, resp)])
+    assert out.all_anomalies() == []
+    (rs,) = out.of("Consume", "response")
+    assert rs.fields["topics"][0]["unknown_topic"] is True
+    assert (rs.error_code, rs.error) == (0xFFFF, "unknown_topic")
+    ev = rs.fields["topics"][1]["partitions"]
+    assert [(p["partition"], p["error_or_flags"], p.get("error")) for p in ev] == [
+        (0, 1, "boundary_check"),
+        (1, 0xFF, "unknown_partition"),
+        (2, 0xFD, "no_leader"),
+        (3, 0xFC, "other_leader"),
+        (4, 0xFB, "system_fault"),
+    ]
+    assert ev[0]["first_available_seqnum"] == 120 and ev[0]["high_watermark"] == 500
+    assert ev[3]["leader"] == {"address": "192.168.0.9", "port": 11011}
+    assert "boundary_check first available 120" in rs.summary
+
+
+def test_discover_partitions_requested_ids_and_reasons() -> None:
+    req = frame(6, u32(3) + s8("ev") + struct.pack("<HHH", 4, 2, 9))
+    ep = bytes([127, 0, 0, 2]) + struct.pack("<H", 11011)
+    body = (
+        q(1)
+        + q(40)
+        + q(2**64 - 1)
+        + q(2**64 - 1)
+        + bytes([0xFC])
+        + ep
+        + q(2**64 - 1)
+        + q(2**64 - 1)
+        + bytes([0xFB])
+    )
+    resp = frame(6, u32(3) + s8("ev") + struct.pack("<H", 10) + body)
+    out = run([(C, req), (S, resp)])
+    assert out.all_anomalies() == []
+    rs = out.of("DiscoverPartitions", "response")[0]
+    assert [(p["partition"], p.get("error")) for p in rs.fields["partitions"]] == [
+        (4, None),
+        (2, "other_leader"),
+        (9, "system_fault"),
+    ]
+    assert rs.fields["partitions"][0]["first_available_seqnum"] == 1
+    assert rs.fields["partitions"][1]["leader"] == {"address": "127.0.0.2", "port": 11011}
+
+
+def test_create_topic_and_reload_conf_codes() -> None:
+    out = run(
+        [
+            (C, frame(7, u32(1) + s8("t") + struct.pack("<H", 0) + varint(9) + b"retention")),
+            (S, frame(7, u32(1) + s8("t") + bytes([10]))),
+            (C, frame(8, u32(2) + s8("t") + struct.pack("<H", 3))),
+            (S, frame(8, u32(2) + s8("t") + struct.pack("<H", 3) + bytes([11]))),
+        ]
+    )
+    assert out.all_anomalies() == []
+    ct_req, ct = out.of("CreateTopic")
+    assert ct_req.fields["config"] == "retention" and ct_req.fields["partitions"] == 0
+    assert (ct.error_code, ct.error) == (10, "invalid_request")
+    rc = out.of("ReloadConf", "response")[0]
+    assert (rc.error_code, rc.error, rc.fields["partition"]) == (11, "unknown_topic", 3)
+    assert [e.status for e in out.exchanges] == ["answered", "answered"]
+
+
+# -- the other message types ---------------------------------------------------------------------
+
+
+def test_status_topics_topology_in_cluster_mode() -> None:
+    status = u32(1) + bytes([0, 1]) + u32(3) + u32(12) + bytes([5]) + s8("prod") + u32(2)
+    status += u32(12) + u32(7) + u32(1_700_000_000) + u32(400)
+    topics = u32(2) + u32(2) + bytes([1]) + s8("a") + bytes([1]) + struct.pack("<H", 8) + bytes([3])
+    topics += s8("b") + bytes([0]) + struct.pack("<H", 1) + bytes([1])
+    ep = bytes([10, 0, 0, 1]) + struct.pack("<H", 11011)
+    topo = u32(3) + struct.pack("<H", 2) + s8("prod")
+    topo += struct.pack("<HB", 1, 0b011) + ep + struct.pack("<H", 4)
+    topo += struct.pack("<HB", 2, 0b100) + struct.pack("<H", 0)
+    out = run(
+        [
+            (C, frame(10, u32(1))),
+            (C, frame(11, u32(2) + b"\x00")),
+            (C, frame(12, u32(3) + b"\x00")),
+            (S, frame(10, status)),
+            (S, frame(11, topics)),
+            (S, frame(12, topo)),
+        ]
+    )
+    assert out.all_anomalies() == []
+    st = out.of("Status", "response")[0].fields
+    assert st["cluster_aware"] is True and st["cluster_name"] == "prod" and st["available_nodes"] == 2
+    assert (st["topics"], st["partitions"], st["tank_version"], st["tank_release"]) == (3, 12, 400, "4.0")
+    dt = out.of("DiscoverTopics", "response")[0].fields
+    assert dt["topics"] == [
+        {"name": "a", "enabled": True, "partitions": 8, "replication_factor": 3},
+        {"name": "b", "enabled": False, "partitions": 1, "replication_factor": 1},
+    ]
+    tp = out.of("DiscoverTopology", "response")[0].fields
+    assert tp["cluster_name"] == "prod"
+    assert tp["nodes"][0]["endpoint"] == {"address": "10.0.0.1", "port": 11011}
+    assert tp["nodes"][0]["available"] and not tp["nodes"][0]["blocked"]
+    assert "endpoint" not in tp["nodes"][1] and tp["nodes"][1]["blocked"]
+    assert [e.status for e in out.exchanges] == ["answered"] * 3
+
+
+def test_consume_peer_and_reg_replica() -> None:
+    req = frame(
+        9,
+        struct.pack("<HQIH", 2, 500, 1, 1)
+        + s8("ev")
+        + struct.pack("<H", 1)
+        + struct.pack("<HQI", 0, 8, 4096),
+    )
+    ch = chunk(bundle([M(b"r8"), M(b"r9")]))
+    hdr = struct.pack("<H", 1) + s8("ev") + struct.pack("<H", 1) + entry(0, 0, q(8), q(9), u32(len(ch)))
+    resp = frame(9, u32(len(hdr)) + hdr + ch)
+    out = run([(C, frame(4, struct.pack("<H", 2))), (C, req), (S, resp)])
+    assert out.all_anomalies() == []
+    reg, creq, cresp = out.frames
+    assert reg.type == "RegReplica" and reg.fields["replica_id"] == 2
+    assert creq.fields["replica_id"] == 2 and creq.fields["topics"][0]["partitions"][0]["seqnum"] == 8
+    assert [(m.offset, m.value) for m in cresp.messages] == [(8, b"r8"), (9, b"r9")]
+    assert cresp.peer_packet == 2
+    assert sorted(e.status for e in out.exchanges) == ["answered", "no_response_expected"]
+
+
+# -- correlation ----------------------------------------------------------------------------------
+
+
+def test_long_poll_consume_answered_later_and_out_of_order() -> None:
+    tail = consume_req(1, [("ev", [(0, 2**64 - 1)])], max_wait=10_000)
+    ch = chunk(bundle([M(b"late")]))
+    late = consume_resp(1, [("ev", [entry(0, 0, q(6), q(6), u32(len(ch)))])], [ch])
+    steps = [
+        (S, PING, TS0),
+        (C, tail, TS0 + 100),
+        (C, produce_req(2, [("ev", [(0, bundle([M(b"late")]))])]), TS0 + 200),
+        (S, frame(1, u32(2) + b"\x00"), TS0 + 300),
+        (S, late, TS0 + 5_000_100),
+    ]
+    out = run(steps)
+    assert out.all_anomalies() == []
+    ping = out.of("Ping")[0]
+    assert ping.kind == "event" and ping.peer_packet is None
+    cq, cr = out.of("Consume")
+    assert (cq.peer_packet, cr.peer_packet, cr.latency_us) == (5, 2, 5_000_000)
+    pr = out.of("Produce", "response")[0]
+    assert (pr.peer_packet, pr.latency_us) == (3, 100)
+    assert sorted((e.type, e.status) for e in out.exchanges) == [
+        ("Consume", "answered"),
+        ("Produce", "answered"),
+    ]
+    assert cq.fields["topics"][0]["partitions"][0]["from"] == "tail"
+
+
+def test_same_request_id_for_different_types_pairs_by_type() -> None:
+    out = run(
+        [
+            (C, frame(10, u32(1))),
+            (C, frame(12, u32(1) + b"\x00")),
+            (S, frame(12, u32(1) + b"\xff\xff")),
+            (S, frame(10, u32(1) + bytes([0, 0]) + u32(0) + u32(0))),
+        ]
+    )
+    assert out.all_anomalies() == []
+    assert [(f.type, f.peer_packet) for f in out.frames] == [
+        ("Status", 4),
+        ("DiscoverTopology", 3),
+        ("DiscoverTopology", 2),
+        ("Status", 1),
+    ]
+
+
+def test_produce_response_without_its_request() -> None:
+    out = run([(S, frame(1, u32(40) + bytes([0, 0xFC, 1, 2, 3, 4, 0x0B, 0x2B, 1])))])
+    (rs,) = out.frames
+    assert rs.status == "ok"
+    assert [e["error"] for e in rs.fields["errors"]] == ["ok", "other_leader", "unknown_partition"]
+    assert rs.fields["errors"][1]["leader"] == {"address": "1.2.3.4", "port": 11019}
+    assert [e.status for e in out.exchanges] == ["no_request"]
+
+
+# -- bad input ------------------------------------------------------------------------------------
+
+
+def test_truncated_request_keeps_what_it_read() -> None:
+    req = produce_req(3, [("ev", [(0, bundle([M(b"v" * 50)]))])])
+    out = run([(S, PING), (C, req[:40])])
+    (f,) = out.of("Produce")
+    assert f.status == "truncated" and f.correlation_id == 3
+    assert any(a.kind == "truncated" for a in f.anomalies)
+    assert f.messages == []
+    assert [e.status for e in out.exchanges] == ["unanswered"]
+
+
+def test_oversize_frame_reported_then_resync() -> None:
+    huge = bytes([1]) + struct.pack("<I", 300 * 1024 * 1024)
+    good = consume_req(1, [("ev", [(0, 0)])])
+    out = run([(S, PING), (C, huge + good)])
+    kinds = [a.kind for a in out.anomalies]
+    assert "oversize_frame" in kinds and "resync" in kinds
+    (cq,) = out.of("Consume")
+    assert cq.status == "ok" and cq.correlation_id == 1
+
+
+def test_unknown_message_id_framed_and_framing_continues() -> None:
+    out = run([(S, PING), (S, frame(0x20, b"abc")), (S, PING)])
+    unk = [f for f in out.frames if f.status == "unknown_type"]
+    assert len(unk) == 1 and unk[0].type_code == 0x20 and unk[0].length == 8
+    assert [a.kind for a in unk[0].anomalies] == ["unknown_type"]
+    assert len(out.of("Ping")) == 2
+
+
+def test_garbage_between_frames_resyncs_on_a_plausible_header() -> None:
+    good = consume_req(7, [("ev", [(0, 0)])])
+    out = run([(C, b"\x00\xff\x13\x37garbage!" + good + frame(10, u32(8)))])
+    assert [a.kind for a in out.anomalies] == ["resync"]
+    assert [(f.type, f.correlation_id) for f in out.frames] == [("Consume", 7), ("Status", 8)]
+
+
+def test_short_and_overlong_payloads_are_malformed() -> None:
+    out = run([(C, frame(10, u32(1) + b"\x00\x00")), (C, frame(7, u32(2) + s8("t")))])
+    status, create = out.frames
+    assert status.status == "malformed" and "2 bytes left" in status.anomalies[0].detail
+    assert create.status == "malformed" and create.correlation_id == 2
+
+
+def test_bundle_count_mismatch_and_unknown_codec() -> None:
+    good = bundle([M(b"a"), M(b"b")])
+    lying = bytes([good[0] & ~0x3C | (3 << 2)]) + good[1:]  # says 3 messages, holds 2
+    codec3 = bytes([0x03 | (1 << 2)]) + good[1:]
+    out = run([(C, produce_req(1, [("t", [(0, lying)])])), (C, produce_req(2, [("t", [(0, codec3)])]))])
+    a, b = out.frames
+    assert a.status == "malformed" and "declares 3 messages" in a.anomalies[0].detail
+    assert len(a.messages) == 2
+    assert b.status == "malformed" and "unknown codec 3" in b.anomalies[0].detail
+
+
+def test_snappy_failures_and_limits() -> None:
+    msgs = [M(b"%05d" % i + b"." * 200) for i in range(40)]
+    comp = bundle(msgs, snappy=True)
+    corrupt = comp[:1] + b"\xff\xff\xff\xff\x0f" + comp[6:]
+    out = run([(C, produce_req(1, [("t", [(0, comp)])])), (C, produce_req(2, [("t", [(0, corrupt)])]))])
+    ok, bad = out.frames
+    assert ok.status == "ok" and [m.value for m in ok.messages] == [m.value for m in msgs]
+    assert bad.status == "malformed" and bad.anomalies[0].kind == "decompression_failed"
+    small = Limits(max_decompressed=1000, ratio_floor=1000)
+    out = run([(C, produce_req(1, [("t", [(0, comp)])]))], limits=small)
+    (f,) = out.frames
+    assert [a.kind for a in f.anomalies] == ["decompression_limit"]
+    assert f.messages == [] and f.status == "ok"
+
+
+def test_extra_flags_bundle_per_tank_encoding_md() -> None:
+    inner = bundle([M(b"hi")])
+    extra = bytes([inner[0] | 0x80, 0x01]) + struct.pack("<IQH", 3, 77, 2) + inner[1:]
+    out = run([(C, produce_req(1, [("t", [(0, extra)])]))])
+    (f,) = out.frames
+    b = f.fields["topics"][0]["partitions"][0]["bundle"]
+    assert (b["partition_leader_epoch"], b["producer_id"], b["producer_epoch"]) == (3, 77, 2)
+    assert [m.value for m in f.messages] == [b"hi"]
+
+
+def test_frames_split_across_many_packets() -> None:
+    msgs = [M(b"m%d" % i) for i in range(30)]
+    req = produce_req(1, [("ev", [(0, bundle(msgs))])])
+    steps = [(C, req[i : i + 7]) for i in range(0, len(req), 7)]
+    out = run(steps)
+    (f,) = out.frames
+    assert f.status == "ok" and len(f.messages) == 30
+    assert f.first_packet == 1 and f.packet == len(steps)
