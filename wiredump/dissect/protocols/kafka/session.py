@@ -364,7 +364,23 @@ class KafkaSession(Session):
             f.fields["header"]["body_version"] = 0
         stats: dict[str, int] = {}
         hook = self._records_hook(f, "deliver", True, True, stats)
+        n_msgs, n_anoms, status = len(f.messages), len(f.anomalies), f.status
         body = self._body(f, data, start, plan, hook, complete, "response")
+        if body is None and start != 8 and complete and self._fits(data, plan, 8):
+            # Some brokers answer a flexible version with response header v0: decode it that
+            # way when only that reading fits, and say so.
+            del f.messages[n_msgs:], f.anomalies[n_anoms:]
+            f.status = status
+            stats.clear()
+            f.fields["header"] = {"correlation_id": corr, "header_version": 0}
+            f.anomalies.append(
+                Anomaly(
+                    "header_version",
+                    f"{f.type} v{version} response uses header v0 (no tagged fields) where Kafka specifies v1",
+                    8,
+                )
+            )
+            body = self._body(f, data, 8, plan, hook, complete, "response")
         if stats:
             f.fields["record_stats"] = stats
         if body is not None:
@@ -374,6 +390,15 @@ class KafkaSession(Session):
         self._handshakes.pop(corr, None)
         f.summary = summarize(f, body, req)
         return f
+
+    def _fits(self, data: bytes, plan: schema.Plan, start: int) -> bool:
+        scratch = Frame(PROTOCOL, "", -1)
+        hook = self._records_hook(scratch, "deliver", True, False, {})
+        try:
+            _, _, end = decode_body(data, start, plan, hook)
+        except Exception:
+            return False
+        return end == len(data) and scratch.status == OK
 
     def _guess(self, f: Frame, data: bytes, complete: bool) -> None:
         """A response whose request was not captured: try the layouts that could fit."""
