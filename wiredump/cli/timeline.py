@@ -1,48 +1,318 @@
-"""`wiredump CAPTURE…`: the timeline, one line per frame."""
+"""`wiredump CAPTURE…`: the timeline, one line per frame (the default command).
+
+Plain text in a pipe (fast, stable columns), colour on a terminal; `-V` adds the
+field tree under each line and `-x` a hex dump, `-T json|jsonl` prints the frames
+table's rows instead, `-Y` keeps the frames a display filter matches.
+"""
 
 from __future__ import annotations
 
+import json
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Annotated
 
 import typer
 
-from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, app, make_options
-from wiredump.dissect.pipeline import CAPTURE_END, FRAME, dissect
+from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, UsageError, app, make_options
+from wiredump.cli.output import Out
+from wiredump.cli.render import (
+    TIME_FORMATS,
+    Clock,
+    detail_lines,
+    hex_lines,
+    parse_marks,
+    parts,
+    plain_anomaly,
+    plain_line,
+    plain_tree_line,
+    rich_anomaly,
+    rich_hex_lines,
+    rich_line,
+    rich_tree_line,
+)
+from wiredump.cli.source import Item, Progress, Run, annotate
+from wiredump.dissect.filter import DisplayFilter, FilterError, compile_filter
+from wiredump.dissect.model import Anomaly, Frame
+from wiredump.dissect.pipeline import ANOMALY, CAPTURE_END, FRAME
+
+SHOWN_ANOMALIES = frozenset(
+    {
+        "gap",
+        "resync",
+        "oversize_frame",
+        "truncated_capture",
+        "truncated_packet",
+        "overlap_conflict",
+        "undecodable",
+        "midstream",
+    }
+)
+"""Anomalies without a frame shown by default; the rest (retransmission, out_of_order…) with -A."""
+
+FORMATS = ("text", "json", "jsonl")
+
+# -- shared option declarations (show, follow and stats reuse them) -------------------------------
+Filter = Annotated[
+    str | None,
+    typer.Option(
+        "-Y",
+        "--filter",
+        help="Display filter over the frame columns, e.g. -Y 'protocol == kafka && latency_us > 10ms'. "
+        "Operators: == != < <= > >= ~ (regex) contains, in {a b 1..5}, && || ! and parentheses; "
+        "a bare column (e.g. -Y error) keeps frames where it is set. Columns: the frames table's "
+        "(protocol, type, kind, status, error, error_code, latency_us, stream, packet, version, "
+        "correlation_id, summary, src, dst, src_port, dst_port, length…) plus topic, anomaly, messages.",
+    ),
+]
+Count = Annotated[
+    int | None, typer.Option("-c", "--count", min=0, help="Stop after N frames shown, e.g. -c 20.")
+]
+Color = Annotated[
+    bool | None,
+    typer.Option(
+        "--color/--no-color",
+        help="Force or forbid colour; by default colour only on a terminal (and not with NO_COLOR set). "
+        "E.g. --no-color.",
+    ),
+]
+ProgressOpt = Annotated[
+    bool,
+    typer.Option(
+        "--progress/--no-progress",
+        help="Progress bar on stderr for long captures; shown only when stderr is a terminal, never "
+        "with CI=true. E.g. --no-progress.",
+    ),
+]
+
+
+def compile_or_exit(text: str | None) -> DisplayFilter | None:
+    """The compiled filter; on a mistake the message with a caret on stderr and exit 2."""
+    try:
+        return compile_filter(text)
+    except FilterError as e:
+        typer.echo(f"wiredump: {e.render()}", err=True)
+        raise typer.Exit(EXIT_INPUT) from None
+
+
+@dataclass
+class TimelineOptions:
+    filter: DisplayFilter | None = None
+    count: int | None = None
+    detail: bool = False
+    hex: bool = False
+    fmt: str = "text"
+    time: str = "r"
+    all_anomalies: bool = False
+    marks: list[tuple[int, int]] = field(default_factory=list)
+
+
+class TimelinePrinter:
+    """Turns annotated events into lines on an `Out`; returns when `count` frames are shown."""
+
+    def __init__(self, out: Out, opts: TimelineOptions) -> None:
+        self.out = out
+        self.opts = opts
+        self.clock = Clock(opts.time)
+        self.shown = 0
+        self.truncated: list[str] = []
+        self._json_first = True
+
+    def frame(self, f: Frame, capture: str, item: Item) -> None:
+        out, opts = self.out, self.opts
+        if opts.fmt != "text":
+            self._json(f, capture)
+            return
+        p = parts(f, self.clock.format(f.ts_us), item.reply, item.after)
+        if out.rich:
+            out.line("", lambda: rich_line(p, out.width))
+        else:
+            out.line(plain_line(p))
+        if opts.detail:
+            self.detail(f)
+        if opts.hex:
+            self.hex(f)
+        if opts.detail or opts.hex:
+            out.line("")
+
+    def detail(self, f: Frame) -> None:
+        out = self.out
+        for t in detail_lines(f):
+            if out.rich:
+                out.line("", lambda t=t: rich_tree_line(t))
+            else:
+                out.line(plain_tree_line(t))
+
+    def hex(self, f: Frame) -> None:
+        out = self.out
+        if f.data is None:
+            out.line("    (no bytes kept)")
+            return
+        marks = list(self.opts.marks) + [
+            (a.offset, a.offset + 1) for a in f.anomalies if a.offset is not None and a.offset < len(f.data)
+        ]
+        if out.rich:
+            for t in rich_hex_lines(f.data, marks):
+                out.line("", lambda t=t: t)
+        else:
+            for s in hex_lines(f.data, marks):
+                out.line(s)
+
+    def anomaly(self, a: Anomaly, packet_ts: int | None) -> None:
+        time = self.clock.format(packet_ts, advance=False)
+        if self.out.rich:
+            self.out.line("", lambda: rich_anomaly(a, time))
+        else:
+            self.out.line(plain_anomaly(a, time))
+
+    def _json(self, f: Frame, capture: str) -> None:
+        from wiredump.dissect.tables import frame_row, json_row
+
+        text = json.dumps(json_row("frames", frame_row(f, capture)), ensure_ascii=False)
+        if self.opts.fmt == "jsonl":
+            sys.stdout.write(text + "\n")
+            return
+        sys.stdout.write(("[\n  " if self._json_first else ",\n  ") + text)
+        self._json_first = False
+
+    def finish(self) -> None:
+        if self.opts.fmt == "json":
+            sys.stdout.write("[]\n" if self._json_first else "\n]\n")
+        self.out.flush()
+
+    def run(self, run: Run, items: Iterable[Item]) -> None:
+        opts = self.opts
+        flt = opts.filter
+        started = False
+        show_anomalies = opts.fmt == "text" and flt is None
+        for item in items:
+            ev = item.ev
+            kind = ev.kind
+            if not started:
+                self.clock.start(run.info.first_ts_us)
+                started = True
+            if kind == FRAME:
+                f = ev.obj
+                if flt is not None and not flt.matches(f, ev.capture):
+                    continue
+                if opts.count is not None and self.shown >= opts.count:
+                    return
+                self.frame(f, ev.capture, item)
+                self.shown += 1
+            elif kind == ANOMALY:
+                if ev.frame is None and show_anomalies:
+                    a = ev.obj
+                    if a.kind in SHOWN_ANOMALIES or opts.all_anomalies:
+                        self.anomaly(a, run.info.packet_ts(a.packet))
+            elif kind == CAPTURE_END:
+                started = False
+                if ev.obj.truncated:
+                    self.truncated.append(f"{ev.obj.name}: capture is truncated: {ev.obj.truncated}")
+
+
+def check_time(time: str) -> str:
+    if time not in TIME_FORMATS:
+        raise UsageError(f"-t takes one of {', '.join(TIME_FORMATS)}, not {time!r}")
+    return time
+
+
+def check_format(fmt: str) -> str:
+    if fmt not in FORMATS:
+        raise UsageError(f"-T takes text, json or jsonl, not {fmt!r}")
+    return fmt
+
+
+def marks_or_fail(marks: list[str] | None) -> list[tuple[int, int]]:
+    try:
+        return parse_marks(marks)
+    except ValueError:
+        raise UsageError(
+            f"--mark takes START[:LENGTH] byte offsets, e.g. --mark 8:4, not {marks!r}"
+        ) from None
 
 
 @app.command(
     "timeline",
-    help="One line per decoded frame (the default command).\n\nExample: wiredump samples/kafka-basic.pcap",
+    help="One line per decoded frame, across Kafka, Pulsar, Pravega and TANK (the default command: "
+    "'wiredump X.pcap' is 'wiredump timeline X.pcap').\n\n"
+    "Each line: packet number, time, TCP stream, client → server (← for what the server sent), "
+    "protocol, type and version, correlation id, the peer (→ #packet of the response on a request, "
+    "← #packet and latency on a response), [status badges], and a summary.\n\n"
+    "Examples:\n\n"
+    "  wiredump capture.pcap\n\n"
+    "  wiredump capture.pcap -Y 'type == Produce && latency_us > 10ms' -c 20\n\n"
+    "  wiredump capture.pcap -V -x -Y 'packet == 42'\n\n"
+    "  wiredump capture.pcap -T jsonl | jq .summary",
 )
 def timeline(
     captures: Captures,
+    display_filter: Filter = None,
     decode_as: DecodeAs = None,
-    count: Annotated[
-        int | None, typer.Option("-c", "--count", help="Stop after N frames, e.g. -c 20.")
+    count: Count = None,
+    verbose: Annotated[
+        bool,
+        typer.Option("-V", "--verbose", help="Print the full decoded field tree under each line, e.g. -V."),
+    ] = False,
+    hex_: Annotated[
+        bool, typer.Option("-x", "--hex", help="Print a hex dump of each frame's bytes, e.g. -x.")
+    ] = False,
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "-T",
+            "--format",
+            help="text (default), json (an array) or jsonl (one object per line); JSON objects have the "
+            "columns of the frames table, e.g. -T jsonl.",
+        ),
+    ] = "text",
+    time: Annotated[
+        str,
+        typer.Option(
+            "-t",
+            "--time",
+            help="Time column: r relative to the first packet (default), d delta from the previous line, "
+            "a absolute time of day (UTC), ad with the date, e epoch seconds; e.g. -t ad.",
+        ),
+    ] = "r",
+    all_anomalies: Annotated[
+        bool,
+        typer.Option(
+            "-A",
+            "--all-anomalies",
+            help="Also show retransmissions, out-of-order segments and other TCP events as lines (gaps, "
+            "resyncs, oversize frames and truncation are always shown), e.g. -A.",
+        ),
+    ] = False,
+    mark: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--mark", help="With -x: highlight bytes START[:LENGTH] of each frame, e.g. --mark 0:4."
+        ),
     ] = None,
+    color: Color = None,
+    progress: ProgressOpt = True,
 ) -> None:
-    options = make_options(decode_as)
-    shown = 0
-    truncated = False
-    for ev in dissect(captures, options):
-        if ev.kind == FRAME:
-            f = ev.obj
-            peer = ""
-            if f.peer_packet:
-                peer = f" {'→' if f.kind == 'request' else '←'} #{f.peer_packet}"
-            lat = f" {f.latency_us / 1000:.3f}ms" if f.latency_us is not None else ""
-            status = "" if f.status == "ok" else f" [{f.status}]"
-            ver = f" v{f.version}" if f.version is not None else ""
-            cid = f" id={f.correlation_id}" if f.correlation_id is not None else ""
-            typer.echo(
-                f"{f.packet:>7} {f.stream:>4} {f.src}:{f.src_port} → {f.dst}:{f.dst_port} "
-                f"{f.protocol} {f.kind} {f.type}{ver}{cid}{peer}{lat}{status} {f.summary}".rstrip()
-            )
-            shown += 1
-            if count is not None and shown >= count:
-                return
-        elif ev.kind == CAPTURE_END and ev.obj.truncated:
-            typer.echo(f"wiredump: {ev.obj.name}: capture is truncated: {ev.obj.truncated}", err=True)
-            truncated = True
-    if truncated:
+    opts = TimelineOptions(
+        filter=compile_or_exit(display_filter),
+        count=count,
+        detail=verbose,
+        hex=hex_,
+        fmt=check_format(fmt),
+        time=check_time(time),
+        all_anomalies=all_anomalies or verbose,
+        marks=marks_or_fail(mark),
+    )
+    options = make_options(decode_as, keep_bytes=hex_)
+    out = Out(color if fmt == "text" else False)
+    show_progress = progress and not out.rich and Progress.wanted() and not sys.stdout.isatty()
+    run = Run(captures, options, progress=show_progress)
+    printer = TimelinePrinter(out, opts)
+    try:
+        printer.run(run, annotate(run.events()))
+    finally:
+        printer.finish()
+    for t in printer.truncated:
+        typer.echo(f"wiredump: {t}", err=True)
+    if printer.truncated:
         raise typer.Exit(EXIT_INPUT)

@@ -1,0 +1,71 @@
+"""Where terminal commands write: rich on a colour terminal, plain buffered text elsewhere.
+
+The choice is made once per command. In a pipe (or with `--no-color`, or `NO_COLOR`
+set) lines go straight to `sys.stdout` as plain strings — no rich Console, no escape
+codes, no wrapping — which keeps the timeline as fast as tshark's. On a terminal a
+rich Console renders styled lines cropped to the width, so no line ever breaks.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+
+from rich.console import Console, RenderableType
+from rich.text import Text
+
+
+def color_wanted(color: bool | None) -> bool:
+    """`--color` forces, `--no-color` forbids; by default colour only on a terminal without NO_COLOR."""
+    if color is not None:
+        return color
+    if os.environ.get("NO_COLOR"):
+        return False
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class Out:
+    """Writes lines either plain or rich; `console` may be given (tests record a fixed width)."""
+
+    def __init__(self, color: bool | None = None, console: Console | None = None) -> None:
+        self.console = console
+        if console is None and color_wanted(color):
+            self.console = Console(highlight=False, soft_wrap=False, emoji=False)
+        self.rich = self.console is not None
+        self.width = self.console.width if self.console is not None else 200
+        self._pending: list[Text] = []
+
+    def line(self, plain: str, styled: Callable[[], Text] | None = None) -> None:
+        """One line; `styled` builds its rich form only when it will be used."""
+        if self.console is None:
+            sys.stdout.write(plain)
+            sys.stdout.write("\n")
+            return
+        text = styled() if styled is not None else Text(plain, no_wrap=True, overflow="ellipsis")
+        self._pending.append(text)
+        if len(self._pending) >= 64:
+            self.flush()
+
+    def render(self, renderable: RenderableType) -> None:
+        """A rich renderable (table, panel) on a terminal; callers give plain text otherwise."""
+        self.flush()
+        assert self.console is not None
+        self.console.print(renderable)
+
+    def flush(self) -> None:
+        if self.console is not None:
+            if self._pending:
+                block = Text("\n", no_wrap=True, overflow="ellipsis").join(self._pending)
+                block.no_wrap = True
+                block.overflow = "ellipsis"
+                self.console.print(block, crop=True, soft_wrap=False)
+                self._pending.clear()
+        else:
+            try:
+                sys.stdout.flush()
+            except BrokenPipeError:
+                raise

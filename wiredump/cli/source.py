@@ -1,0 +1,263 @@
+"""Running the pipeline for the terminal commands: progress, packet times, reply verdicts.
+
+The commands want a few things the event stream does not hand them directly:
+the time of the first packet (relative times count from it, as tshark's do), the
+time of any packet (anomalies carry a packet number only), how far into the file
+the reader is (the progress bar), and whether a request that left without a peer
+was never answered or simply expects no answer (the exchange event that says so
+may come a little after the frame). `run` wraps each capture reader to record the
+first two, and `annotate` holds a frame back only until that verdict is known.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from array import array
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from wiredump.dissect.capture import CaptureReader, Record, open_capture
+from wiredump.dissect.model import Frame
+from wiredump.dissect.pipeline import (
+    ANOMALY,
+    CAPTURE_END,
+    EXCHANGE,
+    FRAME,
+    Event,
+    Options,
+    dissect_capture,
+)
+
+STREAM_BREAKS = frozenset({"gap", "resync"})
+"""Anomalies without a frame that make the next frame of their stream suspect."""
+
+
+class Progress:
+    """A one-line progress bar on stderr (bytes read of the total), redrawn at most 10 times a second.
+
+    Hidden unless stderr is a terminal, and always in CI (`CI=true`), so logs and
+    pipes never see it.
+    """
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.total = max(total, 1)
+        self.enabled = enabled
+        self.done = 0  # bytes of the captures already finished
+        self.started = time.monotonic()
+        self.last = 0.0
+        self.drawn = False
+        self.packets = 0
+
+    @staticmethod
+    def wanted() -> bool:
+        if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
+            return False
+        try:
+            return sys.stderr.isatty()
+        except (AttributeError, ValueError):
+            return False
+
+    def update(self, pos: int, packets: int) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self.last < 0.1:
+            return
+        self.last = now
+        self.packets = packets
+        frac = min(1.0, (self.done + pos) / self.total)
+        width = 30
+        fill = int(frac * width)
+        rate = packets / max(now - self.started, 1e-6)
+        line = f"\r[{'#' * fill}{'.' * (width - fill)}] {frac * 100:5.1f}%  {packets:,} packets  {rate:,.0f} pkt/s "
+        sys.stderr.write(line)
+        sys.stderr.flush()
+        self.drawn = True
+
+    def finish_file(self, size: int) -> None:
+        self.done += size
+
+    def close(self) -> None:
+        if self.enabled and self.drawn:
+            sys.stderr.write("\r" + " " * 78 + "\r")
+            sys.stderr.flush()
+            self.drawn = False
+
+
+class _TrackedReader:
+    """A CaptureReader look-alike that remembers each packet's time and reports progress."""
+
+    def __init__(self, reader: CaptureReader, progress: Progress, times: array) -> None:
+        self._reader = reader
+        self.name = reader.name
+        self._progress = progress
+        self._times = times
+
+    @property
+    def truncated(self) -> str | None:
+        return self._reader.truncated
+
+    @property
+    def skipped_unknown_link(self) -> int:
+        return self._reader.skipped_unknown_link
+
+    def __iter__(self) -> Iterator[Record]:
+        times = self._times
+        append = times.append
+        progress = self._progress
+        f = getattr(self._reader, "_file", None)
+        tell = f.tell if (progress.enabled and f is not None) else None
+        for rec in self._reader:
+            # Packet numbers are 1-based and contiguous: times[n - 1] is packet n's time.
+            while len(times) < rec.number - 1:
+                append(rec.ts_us)
+            append(rec.ts_us)
+            if tell is not None and not rec.number & 1023:
+                try:
+                    progress.update(tell(), rec.number)
+                except (OSError, ValueError):
+                    tell = None
+            yield rec
+
+
+@dataclass
+class CaptureInfo:
+    """What the commands know of the capture being read."""
+
+    name: str
+    times: array = field(default_factory=lambda: array("q"))
+
+    @property
+    def first_ts_us(self) -> int | None:
+        return self.times[0] if self.times else None
+
+    def packet_ts(self, packet: int) -> int | None:
+        if 1 <= packet <= len(self.times):
+            return self.times[packet - 1]
+        return None
+
+
+class Run:
+    """Every event of every capture, with per-capture packet times and an optional progress bar."""
+
+    def __init__(self, paths: list[str], options: Options, progress: bool = False) -> None:
+        self.paths = paths
+        self.options = options
+        sizes = []
+        for p in paths:
+            try:
+                sizes.append(os.path.getsize(p) if p != "-" else 0)
+            except OSError:
+                sizes.append(0)
+        self.sizes = sizes
+        self.progress = Progress(sum(sizes), progress and sum(sizes) > 0)
+        self.info = CaptureInfo("")
+
+    def events(self) -> Iterator[Event]:
+        try:
+            for path, size in zip(self.paths, self.sizes, strict=True):
+                reader = open_capture(path)
+                self.info = CaptureInfo(reader.name)
+                tracked = _TrackedReader(reader, self.progress, self.info.times)
+                yield from dissect_capture(tracked, self.options)  # type: ignore[arg-type]
+                self.progress.finish_file(size)
+        finally:
+            self.progress.close()
+
+
+# -- reply verdicts --------------------------------------------------------------------------------
+UNANSWERED = "unanswered"
+NO_REPLY_YET = "no reply yet"
+_PENDING = object()
+MAX_WAIT = 10000
+"""Frames held at most while waiting for a verdict; past that the oldest leaves without one."""
+
+
+@dataclass(slots=True)
+class Item:
+    """An event with what the terminal adds to a frame: its reply verdict and stream marks."""
+
+    ev: Event
+    reply: Any = None  # None, UNANSWERED, NO_REPLY_YET (or _PENDING while waiting)
+    after: str | None = None  # "gap" / "resync" when the stream broke before this frame
+
+
+def _key(stream: int, packet: int | None, cid: int | None, type_: str) -> tuple[Any, ...]:
+    return (stream, packet, cid, type_)
+
+
+def annotate(events: Iterable[Event]) -> Iterator[Item]:
+    """The events in order, each frame with its verdict.
+
+    A request that left the pipeline with no peer either expects no response or was
+    never answered; the exchange event tells which. It may come before the frame
+    (kept in `early`) or after (the frame waits in `queue`, holding back what follows
+    so that order is kept).
+    """
+    queue: deque[Item] = deque()
+    waiting: dict[tuple[Any, ...], deque[Item]] = {}
+    early: dict[tuple[Any, ...], str] = {}
+    broken: dict[int, tuple[str, int]] = {}  # stream -> (anomaly kind, packet)
+
+    def resolve(item: Item, status: str | None) -> None:
+        item.reply = UNANSWERED if status == "unanswered" else None
+
+    for ev in events:
+        kind = ev.kind
+        item = Item(ev)
+        if kind == FRAME:
+            f: Frame = ev.obj
+            mark = broken.get(f.stream)
+            if mark is not None and f.first_packet >= mark[1]:
+                item.after = mark[0]
+                del broken[f.stream]
+            if f.kind == "request" and f.peer_packet is None:
+                if f.awaiting:
+                    item.reply = NO_REPLY_YET
+                else:
+                    key = _key(f.stream, f.packet, f.correlation_id, f.type)
+                    status = early.pop(key, _PENDING)
+                    if status is _PENDING:
+                        item.reply = _PENDING
+                        waiting.setdefault(key, deque()).append(item)
+                    else:
+                        resolve(item, status)  # type: ignore[arg-type]
+        elif kind == EXCHANGE:
+            ex = ev.obj
+            if ex.request_packet is not None and ex.status in ("unanswered", "no_response_expected"):
+                key = _key(ex.stream, ex.request_packet, ex.correlation_id, ex.type)
+                q = waiting.get(key)
+                if q:
+                    resolve(q.popleft(), ex.status)
+                    if not q:
+                        del waiting[key]
+                else:
+                    early[key] = ex.status
+                    if len(early) > 100_000:
+                        del early[next(iter(early))]
+        elif kind == ANOMALY and ev.frame is None:
+            a = ev.obj
+            if a.kind in STREAM_BREAKS and a.stream is not None:
+                broken[a.stream] = (a.kind, a.packet)
+        elif kind == CAPTURE_END:
+            for q in waiting.values():
+                for it in q:
+                    it.reply = None
+            waiting.clear()
+            early.clear()
+            broken.clear()
+        queue.append(item)
+        while queue and (queue[0].reply is not _PENDING or len(queue) > MAX_WAIT):
+            head = queue.popleft()
+            if head.reply is _PENDING:
+                head.reply = None
+            yield head
+    while queue:
+        head = queue.popleft()
+        if head.reply is _PENDING:
+            head.reply = None
+        yield head
