@@ -117,7 +117,7 @@ _cmd(-3, "FlushToStorage", "FLUSH_TO_STORAGE", Q, (F("container_id", "int"), TOK
 _cmd(-4, "StorageFlushed", "FLUSHED_TO_STORAGE", R, (RID,))
 _cmd(-5, "ListStorageChunks", "LIST_STORAGE_CHUNKS", Q, (SEG, TOKEN, RID), ("StorageChunksListed",))
 _cmd(-6, "StorageChunksListed", "STORAGE_CHUNKS_LISTED", R, (RID, F("chunks", "chunk_infos")))
-_cmd(0, "Event", "EVENT", INNER, (F("data", "blob"),))
+_cmd(0, "Event", "EVENT", INNER, (F("data", "rest"),))
 _cmd(1, "SetupAppend", "SETUP_APPEND", Q, (RID, WRITER, SEG, TOKEN), ("AppendSetup",))
 _cmd(2, "AppendSetup", "APPEND_SETUP", R, (RID, SEG, WRITER, F("last_event_number", "long")))
 _cmd(3, "AppendBlock", "APPEND_BLOCK", Q, (WRITER, F("data", "rest")))

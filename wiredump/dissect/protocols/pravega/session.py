@@ -78,6 +78,8 @@ APPEND_TYPES = frozenset({"AppendBlockEnd", "ConditionalAppend", "ConditionalBlo
 DATA_VIEW = 1024
 """Bytes of a data blob kept in `fields` (all of it goes to messages; `-x` shows the frame)."""
 RESYNC_DECODE_MAX = 64 * 1024
+RESYNC_WAIT_MAX = 16 * 1024
+"""A candidate frame up to this size is verified whole before resynchronising on it."""
 MAX_ANSWERED_READS = 1024
 MAX_WRITERS = 10000
 
@@ -132,6 +134,13 @@ class PravegaSession(Session):
         return HEADER_SIZE + length
 
     def resync(self, buf: bytes | bytearray, pos: int, role: str) -> int | None:
+        """First header that checks out: a known code, a length the command allows, and,
+        when the whole frame is buffered, fields that decode and a plausible next header.
+
+        A small candidate that is not all buffered yet is passed over if a later one
+        checks out, else waited for (None); a large one (beyond what the engine keeps
+        while resynchronising) is taken on its header alone.
+        """
         n = len(buf)
         for m in _RESYNC_RE.finditer(buf, pos):
             at = m.start()
@@ -141,7 +150,11 @@ class PravegaSession(Session):
             if not plausible_header(code, length):
                 continue
             end = at + HEADER_SIZE + length
-            if end <= n and length <= RESYNC_DECODE_MAX and not _decodes(buf, at, code, length):
+            if end > n:
+                if length > RESYNC_WAIT_MAX:
+                    return at
+                continue
+            if length <= RESYNC_DECODE_MAX and not _decodes(buf, at, code, length):
                 continue
             if end + HEADER_SIZE <= n:
                 ncode, nlength = _HDR.unpack_from(buf, end)
