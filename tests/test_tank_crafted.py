@@ -592,11 +592,22 @@ def test_truncated_request_keeps_what_it_read() -> None:
 def test_oversize_frame_reported_then_resync() -> None:
     huge = bytes([1]) + struct.pack("<I", 300 * 1024 * 1024)
     good = consume_req(1, [("ev", [(0, 0)])])
-    out = run([(S, PING), (C, huge + good)])
+    first = frame(10, u32(1))  # once a direction is in step, lengths are trusted up to the maximum
+    out = run([(S, PING), (C, first + huge + good)])
     kinds = [a.kind for a in out.anomalies]
     assert "oversize_frame" in kinds and "resync" in kinds
     (cq,) = out.of("Consume")
     assert cq.status == "ok" and cq.correlation_id == 1
+
+
+def test_mid_stream_start_does_not_trust_a_garbage_length() -> None:
+    # A capture that starts inside a frame: a byte that looks like a known id followed by
+    # a large length must not make the engine wait for megabytes.
+    tail_of_something = b"\x01\x00\x00\x30\x00" + b"payload bytes of a message"
+    good = consume_req(4, [("ev", [(0, 0)])])
+    out = run([(C, tail_of_something + good)])
+    assert [a.kind for a in out.anomalies] == ["resync"]
+    assert [(f.type, f.correlation_id) for f in out.frames] == [("Consume", 4)]
 
 
 def test_unknown_message_id_framed_and_framing_continues() -> None:
@@ -615,8 +626,8 @@ def test_garbage_between_frames_resyncs_on_a_plausible_header() -> None:
 
 
 def test_short_and_overlong_payloads_are_malformed() -> None:
-    out = run([(C, frame(10, u32(1) + b"\x00\x00")), (C, frame(7, u32(2) + s8("t")))])
-    status, create = out.frames
+    out = run([(C, frame(10, u32(9))), (C, frame(10, u32(1) + b"\x00\x00")), (C, frame(7, u32(2) + s8("t")))])
+    _, status, create = out.frames
     assert status.status == "malformed" and "2 bytes left" in status.anomalies[0].detail
     assert create.status == "malformed" and create.correlation_id == 2
 

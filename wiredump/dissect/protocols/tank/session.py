@@ -75,11 +75,18 @@ class TankSession(Session):
     def __init__(self, ctx: ConnContext) -> None:
         super().__init__(ctx)
         self.frames_seen = 0
+        self._synced: set[str] = set()
+        """Directions whose first frame passed the strict check; until then (start of a
+        capture taken mid-connection) a header must look right before we trust its length."""
 
     # -- framing ---------------------------------------------------------------------------
     def frame_length(self, buf: bytes | bytearray, pos: int, role: str) -> int:
         if len(buf) - pos < C.HEADER_SIZE:
             return NEED_MORE
+        if role not in self._synced:
+            if not plausible_header(buf, pos, role, strict=True):
+                return NOT_A_FRAME
+            self._synced.add(role)
         msg_id = buf[pos]
         (size,) = _LEN.unpack_from(buf, pos + 1)
         if msg_id not in C.MSG_NAMES and size > C.MAX_UNKNOWN_PAYLOAD:
