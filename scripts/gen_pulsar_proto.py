@@ -43,7 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="only compare, do not write")
     args = parser.parse_args(argv)
     fresh = generated_files()
-    stale = [n for n, text in fresh.items() if not (PROTO_DIR / n).exists() or (PROTO_DIR / n).read_text() != text]
+    stale = [
+        n for n, text in fresh.items() if not (PROTO_DIR / n).exists() or (PROTO_DIR / n).read_text() != text
+    ]
     if args.check:
         for n in stale:
             print(f"{PROTO_DIR / n} is out of date; run scripts/gen_pulsar_proto.py", file=sys.stderr)

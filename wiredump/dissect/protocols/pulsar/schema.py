@@ -120,7 +120,12 @@ def _value(fd: FieldDescriptor, v: Any, show_secrets: bool, depth: int, max_dept
     return v
 
 
-def message_id_str(mid: Any, batch_index: int | None = None) -> str:
-    """A MessageIdData as ledger:entry:partition:batch_index (Pulsar's own string form)."""
+def message_id_str(mid: Any, batch_index: int | None = None, partition: int | None = None) -> str:
+    """A MessageIdData as ledger:entry:partition:batch_index (Pulsar's own string form).
+
+    Brokers leave `partition` at -1; clients fill in the partition of the topic they
+    produce to or consume from, which `partition` gives when known.
+    """
     bi = mid.batch_index if batch_index is None else batch_index
-    return f"{signed64(mid.ledgerId)}:{signed64(mid.entryId)}:{mid.partition}:{bi}"
+    part = mid.partition if mid.partition >= 0 or partition is None else partition
+    return f"{signed64(mid.ledgerId)}:{signed64(mid.entryId)}:{part}:{bi}"

@@ -409,7 +409,7 @@ class PulsarSession(Session):
         """The receipt tells the ledger:entry a SEND was stored at: name its messages with it."""
         for m in send.messages:
             bi = m.detail.get("batch_index") if m.detail else None
-            m.message_id = schema.message_id_str(mid, -1 if bi is None else bi)
+            m.message_id = schema.message_id_str(mid, -1 if bi is None else bi, m.partition)
             if m.partition is None and mid.partition >= 0:
                 m.partition = mid.partition
 
@@ -636,7 +636,7 @@ class PulsarSession(Session):
                 detail["compacted_out"] = True
             message_id = None
             if mid is not None:
-                message_id = schema.message_id_str(mid, e.batch_index if e.batch_index is not None else None)
+                message_id = schema.message_id_str(mid, e.batch_index, partition)
             headers = [(kv.key, kv.value.encode()) for kv in props] or None
             value = None if detail.get("null_value") else e.value
             total_bytes += e.value_size
