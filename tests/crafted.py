@@ -88,6 +88,12 @@ def link(
     raise ValueError(f"no builder for link type {linktype}")
 
 
+def gso_record(payload: bytes, src: str = "127.0.0.1", dst: str = "127.0.0.1") -> bytes:
+    """Ethernet + IPv4 + TCP datagram too big for the 16-bit IPv4 length (loopback GSO): length field 0."""
+    hdr = Ether(src="00:00:00:00:00:00", dst="00:00:00:00:00:00") / IP(src=src, dst=dst, len=0)
+    return bytes(hdr / TCP(sport=40000, dport=9092, seq=1000, ack=1, flags="PA")) + payload
+
+
 @dataclass
 class Rec:
     """A record to write: bytes, time in µs since the epoch, wire length (defaults to len(data))."""
@@ -96,7 +102,9 @@ class Rec:
     ts_us: int = 1_700_000_000_000_000
     orig_len: int | None = None
     iface: int = 0  # pcapng only
-    ts_units: int | None = None  # pcapng only: raw timestamp in the interface's units (overrides ts_us)
+    ts_units: int | None = (
+        None  # raw timestamp in the file's units (pcap ns: ns since the epoch), overrides ts_us
+    )
 
 
 def write_pcap(
@@ -104,9 +112,12 @@ def write_pcap(
 ) -> Path:
     """A pcap file written by scapy (`endian` "<" or ">"; `nano` for nanosecond timestamps)."""
     w = RawPcapWriter(str(path), linktype=linktype, nano=nano, endianness=endian, snaplen=262144)
+    w.linktype = linktype  # scapy would take 0 (BSD loopback) for "unset"
+    w.write_header(None)  # write_packet() alone would leave the file header for close()
     for r in recs:
-        sec, us = divmod(r.ts_us, 1_000_000)
-        w.write_packet(r.data, sec=sec, usec=us * 1000 if nano else us, wirelen=r.orig_len or len(r.data))
+        units = r.ts_units if r.ts_units is not None else r.ts_us * 1000 if nano else r.ts_us
+        sec, frac = divmod(units, 1_000_000_000 if nano else 1_000_000)
+        w.write_packet(r.data, sec=sec, usec=frac, wirelen=r.orig_len or len(r.data))
     w.close()
     return Path(path)
 

@@ -152,7 +152,13 @@ class CaptureReader:
                 raise CaptureError(f"{path}: cannot be read ({e.strerror or e})") from None
             self._file = f
         try:
-            first = f.read1(CHUNK) if interactive and hasattr(f, "read1") else f.read(CHUNK)
+            read = f.read1 if interactive and hasattr(f, "read1") else f.read
+            first = read(CHUNK)
+            while 0 < len(first) < 4:  # a pipe may deliver fewer bytes than the magic needs
+                more = read(CHUNK)
+                if not more:
+                    break
+                first += more
         except OSError as e:
             self.close()
             raise CaptureError(f"{self.name}: cannot be read ({e.strerror or e})") from None

@@ -1,0 +1,153 @@
+"""CaptureReader + parse_tcp on the real captures, and crafted captures, checked against tshark."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from crafted import ETHERNET, SLL2, Iface, Rec, gso_record, link, tcp, write_pcap, write_pcapng
+
+from wiredump.dissect.capture import open_capture
+from wiredump.dissect.packet import parse_tcp
+
+needs_tshark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not installed")
+
+
+def _ours(path: Path) -> tuple[int, int, int, int]:
+    """(records, TCP segments with payload, payload bytes, records > 65,535 bytes)."""
+    r = open_capture(str(path))
+    recs = segs = nbytes = big = 0
+    for rec in r:
+        recs += 1
+        big += len(rec.data) > 65535
+        seg = parse_tcp(rec.linktype, rec.data)
+        if seg is not None and seg.payload:
+            segs += 1
+            nbytes += len(seg.payload)
+    assert r.truncated is None
+    return recs, segs, nbytes, big
+
+
+def _tshark(path: Path, *args: str) -> list[str]:
+    out = subprocess.run(
+        ["tshark", "-r", str(path), *args], capture_output=True, text=True, check=True
+    ).stdout
+    return out.splitlines()
+
+
+# Counts checked with tshark 4.0.17 (`tshark -r X -T fields -e frame.number | wc -l` and the number and
+# sum of `tcp.len` over `-Y tcp.len>0`).
+KNOWN = {
+    "kafka/go-sniffer-kafka.pcap": (20, 4, 1290),  # Linux SLL, 16 bytes of padding after each datagram
+    "kafka/kafka-python-pinned-2.5.pcap": (272, 133, 96578),
+    "pravega/p08-large-events.pcap": (262, 199, 8525472),  # loopback GSO records of 65,549 bytes
+    "pulsar/s04-consumer.pcap": (263, 200, 32155),
+    "tank/t02-bundles.pcap": (113, 59, 26168),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KNOWN))
+def test_known_counts(captures: Path, name: str) -> None:
+    path = captures / name
+    if not path.exists():
+        pytest.skip(f"{name} not present")
+    recs, segs, nbytes, _big = _ours(path)
+    assert (recs, segs, nbytes) == KNOWN[name]
+
+
+def test_gso_records_read_whole(captures: Path) -> None:
+    path = captures / "pravega" / "p08-large-events.pcap"
+    if not path.exists():
+        pytest.skip("p08-large-events.pcap not present")
+    r = open_capture(str(path))
+    rec = next(x for x in r if x.number == 22)
+    # tshark: frame 22 has frame.len == frame.cap_len == 65549, ip.len 65535, tcp.len 65483.
+    assert len(rec.data) == rec.orig_len == 65549
+    seg = parse_tcp(rec.linktype, rec.data)
+    assert seg is not None and len(seg.payload) == 65483
+
+
+def _all_captures(root: Path) -> list[Path]:
+    return sorted(
+        p for p in root.rglob("*") if p.suffix in (".pcap", ".pcapng") or p.name.endswith((".pcap.gz",))
+    )
+
+
+def _tshark_payloads(path: Path) -> list[int]:
+    """tcp.len of every frame as tshark reads it (0 when not TCP)."""
+    rows = [line.split("\t") for line in _tshark(path, "-T", "fields", "-e", "frame.number", "-e", "tcp.len")]
+    return [int(r[1]) if len(r) > 1 and r[1] else 0 for r in rows]
+
+
+@pytest.mark.tshark
+@needs_tshark
+@pytest.mark.skipif(shutil.which("mergecap") is None, reason="mergecap is not installed")
+def test_every_real_capture_matches_tshark(captures: Path, tmp_path: Path) -> None:
+    """All captures concatenated by mergecap into one pcapng (one interface per capture, SLL and
+    Ethernet mixed): one tshark run, compared capture by capture and packet by packet."""
+    paths = _all_captures(captures)
+    assert paths
+    merged = tmp_path / "all.pcapng"
+    subprocess.run(["mergecap", "-a", "-F", "pcapng", "-w", str(merged), *map(str, paths)], check=True)
+    theirs = _tshark_payloads(merged)
+    ours: list[int] = []
+    r = open_capture(str(merged))
+    for rec in r:
+        assert rec.number == len(ours) + 1
+        seg = parse_tcp(rec.linktype, rec.data)
+        ours.append(len(seg.payload) if seg is not None else 0)
+    assert r.truncated is None and r.skipped_unknown_link == 0
+    assert ours == theirs
+    start = 0
+    for path in paths:  # each capture alone holds the same records, in the same order
+        recs, segs, nbytes, _ = _ours(path)
+        part = theirs[start : start + recs]
+        assert (recs, segs, nbytes) == (len(part), sum(1 for x in part if x), sum(part)), path
+        start += recs
+    assert start == len(theirs)
+
+
+def _tshark_times_us(path: Path) -> list[int]:
+    return [int(Decimal(x) * 1_000_000) for x in _tshark(path, "-T", "fields", "-e", "frame.time_epoch")]
+
+
+@pytest.mark.tshark
+@needs_tshark
+def test_crafted_files_read_like_tshark(tmp_path: Path) -> None:
+    """The crafted files are valid for tshark, and our numbers, times and payloads agree with it."""
+    ifaces = [Iface(ETHERNET, tsresol=9), Iface(SLL2, tsresol=0x80 | 10), Iface(ETHERNET)]
+    recs = [
+        Rec(
+            link(ETHERNET, tcp(payload=b"one"), vlans=(5, 7), qinq=True),
+            ts_units=1_700_000_000_123_456_789,
+            iface=0,
+        ),
+        Rec(
+            link(SLL2, tcp("fd00::1", "fd00::2", payload=b"two", ext=("hop",))),
+            ts_units=1_741_000_000 << 10,
+            iface=1,
+        ),
+        Rec(gso_record(b"3" * 70000), ts_us=1_700_000_001_000_001, iface=2),
+    ]
+    for endian in ("<", ">"):
+        p = write_pcapng(tmp_path / f"x{endian == '<'}.pcapng", ifaces, recs, endian=endian)
+        got = list(open_capture(str(p)))
+        rows = [
+            line.split("\t") for line in _tshark(p, "-T", "fields", "-e", "frame.time_epoch", "-e", "tcp.len")
+        ]
+        assert [g.ts_us for g in got] == [int(Decimal(r[0]) * 1_000_000) for r in rows]
+        lens = [int(r[1]) for r in rows]
+        ours = [len(parse_tcp(g.linktype, g.data).payload) for g in got]
+        assert ours == lens == [3, 3, 70000]
+    for nano in (False, True):
+        for endian in ("<", ">"):
+            p = write_pcap(
+                tmp_path / f"y{nano}{endian == '<'}.pcap",
+                [Rec(link(ETHERNET, tcp(payload=b"abc")), ts_us=1_700_000_000_654_321 + i) for i in range(3)],
+                nano=nano,
+                endian=endian,
+            )
+            assert [g.ts_us for g in open_capture(str(p))] == _tshark_times_us(p)
