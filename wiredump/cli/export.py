@@ -2,19 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, UsageError, app, make_options
-from wiredump.dissect.pipeline import CAPTURE_END, dissect
+from wiredump.dissect.pipeline import CAPTURE_END, CaptureEnd, dissect
+
+FORMATS = ("parquet", "jsonl")
+
+
+def _watch_ends(events: Iterable[Any], ends: list[CaptureEnd]) -> Iterator[Any]:
+    """Pass events through, keeping the end-of-capture records (truncation is reported after)."""
+    for ev in events:
+        if ev.kind == CAPTURE_END:
+            ends.append(ev.obj)
+        yield ev
 
 
 @app.command(
     "export",
-    help="Write the frames, exchanges, messages, anomalies and connections tables.\n\n"
-    "Example: wiredump export samples/*.pcap -o out/",
+    help="Write the frames, exchanges, messages, anomalies and connections tables "
+    "as DIR/<table>.parquet (or .jsonl).\n\n"
+    "Example: wiredump export samples/*.pcap -o out/   (schema: docs/tables.md)",
 )
 def export(
     captures: Captures,
@@ -29,19 +41,19 @@ def export(
 ) -> None:
     from wiredump.dissect.tables import TableSet
 
-    if fmt not in ("parquet", "jsonl"):
+    if fmt not in FORMATS:
         raise UsageError(f"--format is parquet or jsonl, not {fmt!r}")
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"-o {out}: not a directory")
     options = make_options(decode_as)
+    ends: list[CaptureEnd] = []
     tables = TableSet(out, fmt=fmt, values=values)
-    truncated = []
     try:
-        for ev in dissect(captures, options):
-            if ev.kind == CAPTURE_END and ev.obj.truncated:
-                truncated.append(ev.obj)
-            tables.add_events((ev,))
+        tables.add_events(_watch_ends(dissect(captures, options), ends))
     finally:
         counts = tables.close()
     typer.echo(", ".join(f"{n}: {c}" for n, c in counts.items()), err=True)
+    truncated = [e for e in ends if e.truncated]
     for t in truncated:
         typer.echo(f"wiredump: {t.name}: capture is truncated: {t.truncated}", err=True)
     if truncated:

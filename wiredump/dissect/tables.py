@@ -1,19 +1,31 @@
-"""The five tables of the contract: schemas, row conversion, streaming writers.
+"""The five tables of the contract: schemas, row conversion, record batches, streaming writers.
 
 Schemas are fixed here once, so every output (Parquet, JSON lines, the Spark job,
 `-T json`) has the same columns whatever the input, and an empty capture still
-gives tables of the right shape. Writers buffer a bounded number of rows and write
-them as one row group, so memory stays flat however large the capture is.
+gives tables of the right shape.
+
+One code path turns pipeline events into Arrow record batches (`TableBuilder`): the
+local export writes those batches to Parquet, the Spark job ships the very same
+batches out of its executors, so both give the same rows. Rows are buffered as
+tuples in schema order (one C-level `attrgetter` call per object, not a dict per
+row) and turned into columns with `zip(*rows)` when a batch is full; a batch is cut
+at a bounded number of rows *and* of estimated bytes, so memory stays flat however
+large the capture (or its message values) is.
+
+Output is deterministic: rows leave in pipeline order, batches are cut at the same
+places, and the Parquet metadata holds nothing that changes from run to run (no
+time, no path), so exporting a capture twice gives byte-identical files.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterable
-from datetime import datetime, timezone
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime, timedelta, timezone
+from operator import attrgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -133,6 +145,13 @@ SCHEMAS: dict[str, pa.Schema] = {
 }
 TABLES = tuple(SCHEMAS)
 
+BATCH_ROWS = 65536
+"""Most rows in one record batch (one Parquet row group)."""
+BATCH_BYTES = 16 << 20
+"""Most estimated bytes in one record batch: bounds memory when rows are large (values, big decodes)."""
+ROW_OVERHEAD = 256
+"""Rough bytes a buffered row costs besides its variable-length text and binary values."""
+
 
 # -- JSON for `detail` -------------------------------------------------------------------------
 MAX_DETAIL_BYTES = 4096
@@ -145,7 +164,9 @@ def _json_default(o: Any) -> Any:
         if len(b) > MAX_DETAIL_BYTES:
             return b[:MAX_DETAIL_BYTES].hex() + f"…(+{len(b) - MAX_DETAIL_BYTES} bytes)"
         return b.hex()
-    if isinstance(o, (set, frozenset, tuple)):
+    if isinstance(o, (set, frozenset)):
+        return sorted(o, key=repr)  # sorted: the same set gives the same text every run
+    if isinstance(o, tuple):
         return list(o)
     return str(o)
 
@@ -154,127 +175,202 @@ def to_json(fields: Any) -> str:
     return json.dumps(fields, default=_json_default, ensure_ascii=False, separators=(",", ":"))
 
 
-# -- rows ----------------------------------------------------------------------------------------
+# -- rows as tuples in schema order ----------------------------------------------------------------
+_FRAME_COLS = attrgetter(
+    "packet",
+    "first_packet",
+    "ts_us",
+    "stream",
+    "src",
+    "src_port",
+    "dst",
+    "dst_port",
+    "protocol",
+    "role",
+    "kind",
+    "type",
+    "type_code",
+    "version",
+    "correlation_id",
+    "length",
+    "status",
+    "error_code",
+    "error",
+    "peer_packet",
+    "latency_us",
+    "summary",
+)
+_FRAME_PLACE = attrgetter("packet", "stream", "protocol")
+_MESSAGE_HEAD = attrgetter("direction", "topic", "partition", "offset", "message_id", "key", "value_size")
+_MESSAGE_TAIL = attrgetter("timestamp_ms", "headers", "compression", "checksum_ok")
+_ANOMALY_COLS = attrgetter("packet", "stream", "protocol", "kind", "offset", "detail")
+_EXCHANGE_COLS = attrgetter(
+    "stream",
+    "protocol",
+    "type",
+    "correlation_id",
+    "request_packet",
+    "response_packet",
+    "request_ts_us",
+    "response_ts_us",
+    "latency_us",
+    "error_code",
+    "status",
+)
+_CONNECTION_COLS = attrgetter(
+    "stream",
+    "client",
+    "client_port",
+    "server",
+    "server_port",
+    "protocol",
+    "packets",
+    "bytes_client",
+    "bytes_server",
+    "frames",
+    "gaps",
+    "retransmissions",
+    "first_ts_us",
+    "last_ts_us",
+    "state",
+)
+
+
+def frame_tuple(f: Frame, capture: str) -> tuple[Any, ...]:
+    return (capture, *_FRAME_COLS(f), to_json(f.fields))
+
+
+def message_tuple(m: Message, f: Frame, capture: str, values: bool) -> tuple[Any, ...]:
+    return (
+        capture,
+        *_FRAME_PLACE(f),
+        *_MESSAGE_HEAD(m),
+        m.value if values else None,
+        *_MESSAGE_TAIL(m),
+        to_json(m.detail) if m.detail else None,
+    )
+
+
+def anomaly_tuple(a: Anomaly, capture: str) -> tuple[Any, ...]:
+    return (capture, *_ANOMALY_COLS(a))
+
+
+def exchange_tuple(e: Exchange, capture: str) -> tuple[Any, ...]:
+    return (capture, *_EXCHANGE_COLS(e))
+
+
+def connection_tuple(c: ConnectionSummary, capture: str) -> tuple[Any, ...]:
+    return (capture, *_CONNECTION_COLS(c))
+
+
+# -- rows as dicts (for callers that want names: `-T json`, tests) ----------------------------------
+def _as_dict(name: str, row: tuple[Any, ...]) -> dict[str, Any]:
+    return dict(zip(SCHEMAS[name].names, row, strict=True))
+
+
 def frame_row(f: Frame, capture: str) -> dict[str, Any]:
-    return {
-        "capture": capture,
-        "packet": f.packet,
-        "first_packet": f.first_packet,
-        "ts": f.ts_us,
-        "stream": f.stream,
-        "src": f.src,
-        "src_port": f.src_port,
-        "dst": f.dst,
-        "dst_port": f.dst_port,
-        "protocol": f.protocol,
-        "role": f.role,
-        "kind": f.kind,
-        "type": f.type,
-        "type_code": f.type_code,
-        "version": f.version,
-        "correlation_id": f.correlation_id,
-        "length": f.length,
-        "status": f.status,
-        "error_code": f.error_code,
-        "error": f.error,
-        "peer_packet": f.peer_packet,
-        "latency_us": f.latency_us,
-        "summary": f.summary,
-        "detail": to_json(f.fields),
-    }
+    return _as_dict("frames", frame_tuple(f, capture))
 
 
 def message_row(m: Message, f: Frame, capture: str, values: bool) -> dict[str, Any]:
-    return {
-        "capture": capture,
-        "packet": f.packet,
-        "stream": f.stream,
-        "protocol": f.protocol,
-        "direction": m.direction,
-        "topic": m.topic,
-        "partition": m.partition,
-        "offset": m.offset,
-        "message_id": m.message_id,
-        "key": m.key,
-        "value_size": m.value_size,
-        "value": m.value if values else None,
-        "timestamp": m.timestamp_ms,
-        "headers": m.headers,
-        "compression": m.compression,
-        "checksum_ok": m.checksum_ok,
-        "detail": to_json(m.detail) if m.detail else None,
-    }
+    return _as_dict("messages", message_tuple(m, f, capture, values))
 
 
 def anomaly_row(a: Anomaly, capture: str) -> dict[str, Any]:
-    return {
-        "capture": capture,
-        "packet": a.packet,
-        "stream": a.stream,
-        "protocol": a.protocol,
-        "kind": a.kind,
-        "offset": a.offset,
-        "detail": a.detail,
-    }
+    return _as_dict("anomalies", anomaly_tuple(a, capture))
 
 
 def exchange_row(e: Exchange, capture: str) -> dict[str, Any]:
-    return {
-        "capture": capture,
-        "stream": e.stream,
-        "protocol": e.protocol,
-        "type": e.type,
-        "correlation_id": e.correlation_id,
-        "request_packet": e.request_packet,
-        "response_packet": e.response_packet,
-        "request_ts": e.request_ts_us,
-        "response_ts": e.response_ts_us,
-        "latency_us": e.latency_us,
-        "error_code": e.error_code,
-        "status": e.status,
-    }
+    return _as_dict("exchanges", exchange_tuple(e, capture))
 
 
 def connection_row(c: ConnectionSummary, capture: str) -> dict[str, Any]:
-    return {
-        "capture": capture,
-        "stream": c.stream,
-        "client": c.client,
-        "client_port": c.client_port,
-        "server": c.server,
-        "server_port": c.server_port,
-        "protocol": c.protocol,
-        "packets": c.packets,
-        "bytes_client": c.bytes_client,
-        "bytes_server": c.bytes_server,
-        "frames": c.frames,
-        "gaps": c.gaps,
-        "retransmissions": c.retransmissions,
-        "first_ts": c.first_ts_us,
-        "last_ts": c.last_ts_us,
-        "state": c.state,
-    }
+    return _as_dict("connections", connection_tuple(c, capture))
+
+
+# -- columns ---------------------------------------------------------------------------------------
+def _clean(v: Any, t: pa.DataType) -> Any:
+    """One value made to fit its column; a value that cannot fit becomes null (never a crash)."""
+    if v is None:
+        return None
+    try:
+        if pa.types.is_integer(t) or pa.types.is_timestamp(t):
+            v = int(v)
+            bits = t.bit_width - 1
+            return v if -(1 << bits) <= v < (1 << bits) else None
+        if pa.types.is_binary(t):
+            return bytes(v)
+        if pa.types.is_string(t):
+            return v if isinstance(v, str) else str(v)
+        if pa.types.is_boolean(t):
+            return bool(v)
+        if pa.types.is_map(t):
+            out = []
+            for k, b in v:
+                out.append((k if isinstance(k, str) else str(k), None if b is None else bytes(b)))
+            return out
+    except (TypeError, ValueError):
+        return None
+    return v
+
+
+def column(values: Sequence[Any], t: pa.DataType) -> pa.Array:
+    """An Arrow array of one column; values that do not fit the type are coerced or nulled."""
+    try:
+        return pa.array(values, type=t)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        return pa.array([_clean(v, t) for v in values], type=t)
+
+
+def rows_to_batch(name: str, rows: Sequence[tuple[Any, ...]]) -> pa.RecordBatch:
+    """Tuples in schema order → one record batch of the table's schema."""
+    schema = SCHEMAS[name]
+    if not rows:
+        return _empty_batch(schema)
+    cols = list(zip(*rows, strict=True))
+    return pa.RecordBatch.from_arrays(
+        [column(c, f.type) for c, f in zip(cols, schema, strict=True)], schema=schema
+    )
+
+
+def _empty_batch(schema: pa.Schema) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([pa.array([], type=f.type) for f in schema], schema=schema)
 
 
 def rows_to_table(name: str, rows: list[dict[str, Any]]) -> pa.Table:
-    schema = SCHEMAS[name]
-    cols = {n: [r[n] for r in rows] for n in schema.names}
-    return pa.table([pa.array(cols[n], type=schema.field(n).type) for n in schema.names], schema=schema)
+    """Dict rows (any key order) → a table of the named schema."""
+    names = SCHEMAS[name].names
+    return pa.Table.from_batches([rows_to_batch(name, [tuple(r[n] for n in names) for r in rows])])
 
 
 # -- JSON lines ------------------------------------------------------------------------------------
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def iso_ts(v: int, unit: str) -> str:
+    """An integer timestamp as ISO-8601 UTC text, exact (no float rounding)."""
+    if unit == "ms":
+        return (_EPOCH + timedelta(milliseconds=v)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return (_EPOCH + timedelta(microseconds=v)).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _b64(b: Any) -> str:
+    return base64.b64encode(bytes(b)).decode()
+
+
 def json_value(name: str, schema: pa.Schema, v: Any) -> Any:
     """A column value as JSON shows it: timestamps ISO-8601 UTC, binary base64."""
     if v is None:
         return None
     t = schema.field(name).type
     if pa.types.is_timestamp(t):
-        unit = 1_000_000 if t.unit == "us" else 1000
-        return datetime.fromtimestamp(v / unit, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+        if isinstance(v, datetime):
+            return v.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+        return iso_ts(int(v), t.unit)
     if pa.types.is_binary(t):
-        return base64.b64encode(v).decode()
+        return _b64(v)
     if pa.types.is_map(t):
-        return {k: (base64.b64encode(b).decode() if b is not None else None) for k, b in v}
+        return {k: (_b64(b) if b is not None else None) for k, b in v}
     return v
 
 
@@ -283,86 +379,232 @@ def json_row(name: str, row: dict[str, Any]) -> dict[str, Any]:
     return {n: json_value(n, schema, row[n]) for n in schema.names}
 
 
-# -- writers ---------------------------------------------------------------------------------------
-class TableWriter:
-    """Streams rows of one table to Parquet (one row group per `batch_rows`) or JSON lines."""
+def json_line(name: str, row: tuple[Any, ...]) -> str:
+    """One row (tuple in schema order) as one line of JSON, without the newline."""
+    schema = SCHEMAS[name]
+    obj = {f.name: json_value(f.name, schema, v) for f, v in zip(schema, row, strict=True)}
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
-    def __init__(self, name: str, path: Path, fmt: str = "parquet", batch_rows: int = 65536) -> None:
+
+# -- events → batches ----------------------------------------------------------------------------------
+class TableBuffer:
+    """Rows of one table waiting to become a record batch."""
+
+    __slots__ = ("name", "rows", "nbytes", "batch_rows", "batch_bytes", "count")
+
+    def __init__(self, name: str, batch_rows: int = BATCH_ROWS, batch_bytes: int = BATCH_BYTES) -> None:
         self.name = name
-        self.schema = SCHEMAS[name]
-        self.path = path
-        self.fmt = fmt
+        self.rows: list[tuple[Any, ...]] = []
+        self.nbytes = 0
         self.batch_rows = batch_rows
-        self.rows: list[dict[str, Any]] = []
+        self.batch_bytes = batch_bytes
         self.count = 0
-        self._pq: pq.ParquetWriter | None = None
-        self._fh = None
-        if fmt == "parquet":
-            self._pq = pq.ParquetWriter(str(path), self.schema, compression="zstd", write_statistics=True)
-        elif fmt == "jsonl":
-            self._fh = open(path, "w", encoding="utf-8")
-        else:
-            raise ValueError(f"unknown format {fmt!r}")
 
-    def add(self, row: dict[str, Any]) -> None:
-        self.rows.append(row)
-        if len(self.rows) >= self.batch_rows:
-            self.flush()
+    def full(self) -> bool:
+        return len(self.rows) >= self.batch_rows or self.nbytes >= self.batch_bytes
 
-    def flush(self) -> None:
-        if not self.rows:
-            return
-        self.count += len(self.rows)
-        if self._pq is not None:
-            self._pq.write_table(rows_to_table(self.name, self.rows), row_group_size=self.batch_rows)
-        else:
-            assert self._fh is not None
-            for r in self.rows:
-                self._fh.write(json.dumps(json_row(self.name, r), ensure_ascii=False, separators=(",", ":")))
-                self._fh.write("\n")
-        self.rows.clear()
-
-    def close(self) -> None:
-        self.flush()
-        if self._pq is not None:
-            self._pq.close()
-        if self._fh is not None:
-            self._fh.close()
+    def take(self) -> list[tuple[Any, ...]]:
+        rows = self.rows
+        self.rows = []
+        self.nbytes = 0
+        self.count += len(rows)
+        return rows
 
 
-class TableSet:
-    """All five tables of a run, fed from pipeline events."""
+class TableBuilder:
+    """Turns pipeline events into rows of the five tables, handed out in bounded batches.
+
+    `feed(events)` yields `(table, rows)` each time a table's buffer is full;
+    `finish()` yields what is left. Rows are tuples in schema order
+    (`rows_to_batch` makes them a record batch, `json_line` a JSON line).
+    """
 
     def __init__(
-        self, out_dir: Path, fmt: str = "parquet", values: bool = False, batch_rows: int = 65536
+        self, values: bool = False, batch_rows: int = BATCH_ROWS, batch_bytes: int = BATCH_BYTES
     ) -> None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        ext = "parquet" if fmt == "parquet" else "jsonl"
         self.values = values
-        self.writers = {n: TableWriter(n, out_dir / f"{n}.{ext}", fmt, batch_rows) for n in TABLES}
+        self.buffers = {n: TableBuffer(n, batch_rows, batch_bytes) for n in TABLES}
 
-    def add_events(self, events: Iterable[Any]) -> None:
+    def feed(self, events: Iterable[Any]) -> Iterator[tuple[str, list[tuple[Any, ...]]]]:
         from wiredump.dissect.pipeline import ANOMALY, CONNECTION, EXCHANGE, FRAME
 
-        w = self.writers
-        frames, messages, anomalies = w["frames"], w["messages"], w["anomalies"]
-        exchanges, connections = w["exchanges"], w["connections"]
+        b = self.buffers
+        frames, messages, anomalies = b["frames"], b["messages"], b["anomalies"]
+        exchanges, connections = b["exchanges"], b["connections"]
+        add_frame, add_message, add_anomaly = frames.rows.append, messages.rows.append, anomalies.rows.append
         values = self.values
         for ev in events:
             kind = ev.kind
             if kind == FRAME:
                 f = ev.obj
-                frames.add(frame_row(f, ev.capture))
-                for m in f.messages:
-                    messages.add(message_row(m, f, ev.capture, values))
+                cap = ev.capture
+                detail = to_json(f.fields)
+                add_frame((cap, *_FRAME_COLS(f), detail))
+                frames.nbytes += ROW_OVERHEAD + len(detail) + len(f.summary)
+                if f.messages:
+                    place = _FRAME_PLACE(f)
+                    size = 0
+                    for m in f.messages:
+                        value = m.value if values else None
+                        mdetail = to_json(m.detail) if m.detail else None
+                        add_message((cap, *place, *_MESSAGE_HEAD(m), value, *_MESSAGE_TAIL(m), mdetail))
+                        size += ROW_OVERHEAD
+                        if value is not None:
+                            size += len(value)
+                        if m.key is not None:
+                            size += len(m.key)
+                        if mdetail is not None:
+                            size += len(mdetail)
+                    messages.nbytes += size
+                    if messages.full():
+                        yield "messages", messages.take()
+                        add_message = messages.rows.append
+                if frames.full():
+                    yield "frames", frames.take()
+                    add_frame = frames.rows.append
             elif kind == ANOMALY:
-                anomalies.add(anomaly_row(ev.obj, ev.capture))
+                a = ev.obj
+                add_anomaly((ev.capture, *_ANOMALY_COLS(a)))
+                anomalies.nbytes += ROW_OVERHEAD + len(a.detail)
+                if anomalies.full():
+                    yield "anomalies", anomalies.take()
+                    add_anomaly = anomalies.rows.append
             elif kind == EXCHANGE:
-                exchanges.add(exchange_row(ev.obj, ev.capture))
+                exchanges.rows.append((ev.capture, *_EXCHANGE_COLS(ev.obj)))
+                exchanges.nbytes += ROW_OVERHEAD
+                if exchanges.full():
+                    yield "exchanges", exchanges.take()
             elif kind == CONNECTION:
-                connections.add(connection_row(ev.obj, ev.capture))
+                connections.rows.append((ev.capture, *_CONNECTION_COLS(ev.obj)))
+                connections.nbytes += ROW_OVERHEAD
+                if connections.full():
+                    yield "connections", connections.take()
+
+    def finish(self) -> Iterator[tuple[str, list[tuple[Any, ...]]]]:
+        for name, buf in self.buffers.items():
+            if buf.rows:
+                yield name, buf.take()
+
+    def counts(self) -> dict[str, int]:
+        return {n: b.count for n, b in self.buffers.items()}
+
+
+def record_batches(events: Iterable[Any], values: bool = False) -> Iterator[tuple[str, pa.RecordBatch]]:
+    """Every row of the events as `(table, record batch)` pairs, in bounded batches."""
+    builder = TableBuilder(values)
+    for name, rows in builder.feed(events):
+        yield name, rows_to_batch(name, rows)
+    for name, rows in builder.finish():
+        yield name, rows_to_batch(name, rows)
+
+
+# -- writers ---------------------------------------------------------------------------------------
+PARQUET_OPTIONS: dict[str, Any] = {
+    "compression": "zstd",
+    "compression_level": 3,
+    "write_statistics": True,
+    "use_dictionary": True,
+}
+"""The Parquet writer settings every export uses (fixed, so output is reproducible)."""
+
+
+class TableWriter:
+    """Streams rows of one table to Parquet (one row group per batch) or JSON lines."""
+
+    def __init__(
+        self,
+        name: str,
+        path: Path,
+        fmt: str = "parquet",
+        batch_rows: int = BATCH_ROWS,
+        batch_bytes: int = BATCH_BYTES,
+    ) -> None:
+        self.name = name
+        self.schema = SCHEMAS[name]
+        self.names = self.schema.names
+        self.path = path
+        self.fmt = fmt
+        self.buffer = TableBuffer(name, batch_rows, batch_bytes)
+        self._pq: pq.ParquetWriter | None = None
+        self._fh: TextIO | None = None
+        if fmt == "parquet":
+            self._pq = pq.ParquetWriter(str(path), self.schema, **PARQUET_OPTIONS)
+        elif fmt == "jsonl":
+            self._fh = open(path, "w", encoding="utf-8")  # noqa: SIM115 — closed in close()
+        else:
+            raise ValueError(f"unknown format {fmt!r}")
+
+    @property
+    def count(self) -> int:
+        return self.buffer.count
+
+    def add(self, row: dict[str, Any]) -> None:
+        """One row given as a dict of column name → value."""
+        self.add_tuple(tuple(row[n] for n in self.names))
+
+    def add_tuple(self, row: tuple[Any, ...], size: int = ROW_OVERHEAD) -> None:
+        buf = self.buffer
+        buf.rows.append(row)
+        buf.nbytes += size
+        if buf.full():
+            self.flush()
+
+    def write_rows(self, rows: list[tuple[Any, ...]]) -> None:
+        """Rows (tuples in schema order) written at once, as one row group."""
+        if not rows:
+            return
+        if self._pq is not None:
+            self._pq.write_batch(rows_to_batch(self.name, rows), row_group_size=len(rows))
+        else:
+            assert self._fh is not None
+            name = self.name
+            self._fh.writelines(json_line(name, r) + "\n" for r in rows)
+
+    def flush(self) -> None:
+        self.write_rows(self.buffer.take())
+
+    def close(self) -> None:
+        self.flush()
+        if self._pq is not None:
+            self._pq.close()
+            self._pq = None
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+class TableSet:
+    """All five tables of a run (`DIR/<table>.parquet` or `.jsonl`), fed from pipeline events."""
+
+    def __init__(
+        self,
+        out_dir: Path,
+        fmt: str = "parquet",
+        values: bool = False,
+        batch_rows: int = BATCH_ROWS,
+        batch_bytes: int = BATCH_BYTES,
+    ) -> None:
+        if fmt not in ("parquet", "jsonl"):
+            raise ValueError(f"unknown format {fmt!r}")
+        out_dir.mkdir(parents=True, exist_ok=True)
+        ext = "parquet" if fmt == "parquet" else "jsonl"
+        self.values = values
+        self.builder = TableBuilder(values, batch_rows, batch_bytes)
+        self.writers = {
+            n: TableWriter(n, out_dir / f"{n}.{ext}", fmt, batch_rows, batch_bytes) for n in TABLES
+        }
+
+    def add_events(self, events: Iterable[Any]) -> None:
+        writers = self.writers
+        for name, rows in self.builder.feed(events):
+            writers[name].write_rows(rows)
 
     def close(self) -> dict[str, int]:
+        for name, rows in self.builder.finish():
+            self.writers[name].write_rows(rows)
         for w in self.writers.values():
             w.close()
-        return {n: w.count for n, w in self.writers.items()}
+        counts = self.builder.counts()
+        for n, w in self.writers.items():  # rows added straight to a writer
+            counts[n] += w.count
+        return counts
