@@ -99,6 +99,23 @@ def format_latency(us: int | None) -> str:
     return f"{us / 1_000_000:.3f}s"
 
 
+def short_latency(us: int | None) -> str:
+    """Three significant digits at most: 337µs, 1.01ms, 50.1ms, 502ms, 3.01s (table cells)."""
+    if us is None:
+        return "-"
+    if us < 1000:
+        return f"{us}µs"
+    for div, unit in ((1000, "ms"), (1_000_000, "s")):
+        v = us / div
+        if v < 1000 or unit == "s":
+            if v < 10:
+                return f"{v:.2f}{unit}"
+            if v < 100:
+                return f"{v:.1f}{unit}"
+            return f"{v:.0f}{unit}"
+    return f"{us}µs"
+
+
 def badges(f: Frame, reply: str | None = None, after: str | None = None) -> list[str]:
     """Status words for a frame: its status, its own anomalies, the reply verdict, stream breaks."""
     out: list[str] = []
@@ -473,3 +490,22 @@ def rich_hex_lines(data: bytes, marks: list[tuple[int, int]] | None = None) -> I
         for j, b in enumerate(chunk):
             t.append(chr(b) if 32 <= b < 127 else ".", "reverse" if _marked(off + j, marks) else "dim")
         yield t
+
+
+# -- plain tables ---------------------------------------------------------------------------------
+def plain_table(headers: list[str], rows: list[list[str]], right: set[int] | None = None) -> Iterator[str]:
+    """Columns padded to their widest cell, two spaces apart; `right` columns right-aligned."""
+    right = right or set()
+    widths = [len(h) for h in headers]
+    for r in rows:
+        for i, c in enumerate(r):
+            widths[i] = max(widths[i], len(c))
+
+    def fmt(cells: list[str]) -> str:
+        out = [c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(cells)]
+        return "  ".join(out).rstrip()
+
+    yield fmt(headers)
+    yield fmt(["-" * w for w in widths])
+    for r in rows:
+        yield fmt(r)

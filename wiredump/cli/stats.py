@@ -1,0 +1,270 @@
+"""`wiredump stats CAPTURE…`: counts, bytes, errors, latency percentiles, connections, anomalies.
+
+The numbers come from `wiredump.dissect.stats` (shared with `check`); this module
+only lays them out — rich tables and a bar histogram on a terminal, aligned plain
+text in a pipe, one JSON document with `--json`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, app, make_options
+from wiredump.cli.output import Out
+from wiredump.cli.render import PROTOCOL_STYLES, format_latency, plain_table, short_latency
+from wiredump.cli.source import Progress, Run
+from wiredump.cli.timeline import Color, ProgressOpt
+from wiredump.dissect.stats import StatsCollector
+
+TYPE_HEADERS = ["protocol", "type", "frames", "bytes", "errors", "p50", "p90", "p99", "max", "unanswered"]
+CONN_HEADERS = ["stream", "client", "server", "protocol", "frames", "bytes", "gaps", "retrans", "state"]
+
+
+def _lat(v: int | None) -> str:
+    return "-" if v is None else format_latency(v)
+
+
+def _errors(t: dict[str, Any]) -> str:
+    parts = [f"{name}×{n}" for name, n in t["errors"].items()]
+    parts += [f"{name}×{n}" for name, n in t["statuses"].items()]
+    return ", ".join(parts) if parts else "-"
+
+
+def _human_bytes(n: int) -> str:
+    if n < 10_000:
+        return str(n)
+    for unit in ("KB", "MB", "GB"):
+        n /= 1000  # type: ignore[assignment]
+        if n < 10_000:
+            return f"{n:.1f} {unit}"
+    return f"{n:.1f} TB"
+
+
+def type_rows(result: dict[str, Any], fmt: Callable[[int | None], str] = _lat) -> list[list[str]]:
+    rows = []
+    for t in result["types"]:
+        lat = t["latency_us"]
+        rows.append(
+            [
+                t["protocol"],
+                t["type"],
+                str(t["frames"]),
+                str(t["bytes"]),
+                _errors(t),
+                fmt(lat["p50"]),
+                fmt(lat["p90"]),
+                fmt(lat["p99"]),
+                fmt(lat["max"]),
+                str(t["unanswered"]),
+            ]
+        )
+    return rows
+
+
+def conn_rows(result: dict[str, Any], multi: bool) -> list[list[str]]:
+    rows = []
+    for c in result["connections"]:
+        stream = f"{os.path.basename(c['capture'])}:{c['stream']}" if multi else str(c["stream"])
+        rows.append(
+            [
+                stream,
+                c["client"],
+                c["server"],
+                c["protocol"] or "-",
+                str(c["frames"]),
+                str(c["bytes"]),
+                str(c["gaps"]),
+                str(c["retransmissions"]),
+                c["state"],
+            ]
+        )
+    return rows
+
+
+def histogram_lines(result: dict[str, Any], width: int, bar_char: str) -> list[tuple[str, str, str, int]]:
+    """(protocol, label, bar, count) rows of the latency histograms."""
+    out = []
+    for proto, buckets in result["histogram"].items():
+        peak = max((b["count"] for b in buckets), default=0) or 1
+        bar_width = max(10, min(50, width - 30))
+        prev = 0
+        for b in buckets:
+            label = (
+                f"{short_latency(prev)}–{short_latency(b['le_us'])}"
+                if prev
+                else f"≤{short_latency(b['le_us'])}"
+            )
+            n = b["count"]
+            bar = bar_char * (round(n / peak * bar_width) if n else 0)
+            if n and not bar:
+                bar = bar_char
+            out.append((proto, label, bar, n))
+            prev = b["le_us"]
+    return out
+
+
+def _summary_line(result: dict[str, Any]) -> str:
+    tot = result["totals"]
+    caps = result["captures"]
+    packets = sum(c["packets"] for c in caps)
+    return (
+        f"{len(caps)} capture{'s' if len(caps) != 1 else ''}, {packets} packets, {tot['frames']} frames, "
+        f"{_human_bytes(tot['bytes'])} bytes, {tot['messages']} messages\n"
+        f"{tot['connections']} connections, {tot['anomalies']} anomalies, {tot['unanswered']} unanswered requests"
+    )
+
+
+def print_plain(result: dict[str, Any]) -> None:
+    w = sys.stdout.write
+    w(_summary_line(result) + "\n\n")
+    w("Frames by protocol and type (latency of the exchanges the type starts)\n")
+    for line in plain_table(TYPE_HEADERS, type_rows(result), right={2, 3, 5, 6, 7, 8, 9}):
+        w(line + "\n")
+    w("\nConnections\n")
+    multi = len(result["captures"]) > 1
+    for line in plain_table(CONN_HEADERS, conn_rows(result, multi), right={4, 5, 6, 7}):
+        w(line + "\n")
+    w("\nAnomalies\n")
+    if result["anomalies"]:
+        rows = [
+            [k, str(v["count"]), " ".join(f"#{p}" for p in v["packets"][:8])]
+            for k, v in result["anomalies"].items()
+        ]
+        for line in plain_table(["kind", "count", "first packets"], rows, right={1}):
+            w(line + "\n")
+    else:
+        w("none\n")
+    if result["histogram"]:
+        w("\nLatency histogram\n")
+        hist = histogram_lines(result, 80, "#")
+        lw = max(len(h[1]) for h in hist)
+        for proto, label, bar, n in hist:
+            w(f"{proto:<8} {label:>{lw}} |{bar} {n}\n")
+
+
+def _table(title: str, caption: str | None = None, header: bool = True) -> Table:
+    return Table(
+        title=title,
+        caption=caption,
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+        pad_edge=False,
+        collapse_padding=True,
+        show_header=header,
+        title_justify="left",
+    )
+
+
+def print_rich(out: Out, result: dict[str, Any]) -> None:
+    """Tables that fit the terminal: narrow terminals drop the bytes and p90 columns."""
+    wide = out.width >= 110
+    for line in _summary_line(result).splitlines():
+        out.render(Text(line, style="bold", no_wrap=True, overflow="ellipsis"))
+    keep = [i for i in range(len(TYPE_HEADERS)) if wide or TYPE_HEADERS[i] not in ("bytes", "p90")]
+    t = _table("Frames by protocol and type", "latency: of the exchanges the type starts")
+    numeric = {2, 3, 5, 6, 7, 8, 9}
+    for i in keep:
+        h = TYPE_HEADERS[i]
+        if h == "unanswered" and not wide:
+            h = "unans."
+        t.add_column(
+            h,
+            justify="right" if i in numeric else "left",
+            no_wrap=i != 4,
+            overflow="fold",
+            min_width=8 if i == 4 else None,
+        )
+    for row in type_rows(result, short_latency):
+        cells: list[Text | str] = list(row)
+        cells[0] = Text(row[0], PROTOCOL_STYLES.get(row[0], ""))
+        if row[4] != "-":
+            cells[4] = Text(row[4], "red")
+        if row[9] != "0":
+            cells[9] = Text(row[9], "bold red")
+        t.add_row(*[cells[i] for i in keep])
+    out.render(t)
+    c = _table("Connections")
+    for i, h in enumerate(CONN_HEADERS):
+        num = i in (4, 5, 6, 7)
+        label = {"protocol": "proto", "retrans": "retr"}.get(h, h) if not wide else h
+        c.add_column(label, justify="right" if num else "left", no_wrap=i not in (0, 1, 2), overflow="fold")
+    for row in conn_rows(result, len(result["captures"]) > 1):
+        cells = list(row)
+        cells[3] = Text(row[3], PROTOCOL_STYLES.get(row[3], ""))
+        if row[6] != "0":
+            cells[6] = Text(row[6], "bold red")
+        c.add_row(*cells)
+    out.render(c)
+    a = _table("Anomalies")
+    a.add_column("kind", no_wrap=True)
+    a.add_column("count", justify="right", no_wrap=True)
+    a.add_column("first packets", overflow="fold")
+    for k, v in result["anomalies"].items():
+        a.add_row(Text(k, "yellow"), str(v["count"]), " ".join(f"#{p}" for p in v["packets"][:8]))
+    if not result["anomalies"]:
+        a.add_row("none", "0", "")
+    out.render(a)
+    if result["histogram"]:
+        h = _table("Latency histogram", header=False)
+        h.add_column("protocol", no_wrap=True)
+        h.add_column("latency", justify="right", no_wrap=True)
+        h.add_column("bar", no_wrap=True, overflow="crop")
+        h.add_column("count", justify="right", no_wrap=True)
+        for proto, label, bar, n in histogram_lines(result, out.width - 12, "█"):
+            h.add_row(Text(proto, PROTOCOL_STYLES.get(proto, "")), label, Text(bar, "green"), str(n))
+        out.render(h)
+    out.flush()
+
+
+def collect(captures: list[str], decode_as: list[str] | None, progress: bool) -> StatsCollector:
+    run = Run(captures, make_options(decode_as), progress=progress and Progress.wanted())
+    stats = StatsCollector()
+    stats.add_events(run.events())
+    return stats
+
+
+@app.command(
+    "stats",
+    help="Statistics: per protocol and type (frames, bytes, errors by name, latency p50/p90/p99/max, "
+    "unanswered requests), per connection (client, server, protocol, frames, bytes, gaps, "
+    "retransmissions, state), anomalies by kind and a latency histogram.\n\n"
+    "Latency and unanswered counts belong to the type that starts the exchange (a Pulsar SEND, not "
+    "its SEND_RECEIPT). Percentiles are nearest-rank: always a latency that was measured.\n\n"
+    "Examples:\n\n"
+    "  wiredump stats capture.pcap\n\n"
+    "  wiredump stats a.pcap b.pcapng --json | jq '.types[] | {type, p99: .latency_us.p99}'",
+)
+def stats(
+    captures: Captures,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print one JSON document for machines instead of tables, e.g. --json."),
+    ] = False,
+    decode_as: DecodeAs = None,
+    color: Color = None,
+    progress: ProgressOpt = True,
+) -> None:
+    collector = collect(captures, decode_as, progress)
+    result = collector.result()
+    if as_json:
+        sys.stdout.write(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+    else:
+        out = Out(color)
+        if out.rich:
+            print_rich(out, result)
+        else:
+            print_plain(result)
+    truncated = [c for c in result["captures"] if c["truncated"]]
+    for c in truncated:
+        typer.echo(f"wiredump: {c['name']}: capture is truncated: {c['truncated']}", err=True)
+    if truncated:
+        raise typer.Exit(EXIT_INPUT)
