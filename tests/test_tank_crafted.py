@@ -676,3 +676,65 @@ def test_frames_split_across_many_packets() -> None:
     (f,) = out.frames
     assert f.status == "ok" and len(f.messages) == 30
     assert f.first_packet == 1 and f.packet == len(steps)
+
+
+# -- never raise ----------------------------------------------------------------------------------
+
+
+def _session():
+    ctx = ConnContext("fuzz", 0, "10.0.0.1", 40000, "10.0.0.2", 11011, Correlator(0, "tank"), Limits())
+    return SPEC.new_session(ctx)
+
+
+def test_every_cut_of_real_looking_frames_decodes_without_raising() -> None:
+    ch = chunk(bundle([M(b"a", key=b"k"), M(b"b")]), bundle([M(b"c" * 40)] * 20, snappy=True))
+    frames = [
+        (
+            C,
+            33,
+            produce_req(
+                1, [("ev", [(0, bundle([M(b"x")] * 3)), (1, bundle([M(b"y" * 300)] * 30, snappy=True))])]
+            ),
+        ),
+        (
+            C,
+            2,
+            produce_req(
+                2, [("ev", [(0, bundle([M(b"s", seq=4), M(b"t", seq=9)], sparse=True))])], {("ev", 0): 4}
+            ),
+        ),
+        (C, 0, consume_req(3, [("ev", [(0, 1), (1, 2)])])),
+        (
+            S,
+            22,
+            consume_resp(
+                3,
+                [("ev", [entry(0, 0, q(1), q(30), u32(len(ch))), entry(1, 1, q(0), q(9), u32(0), q(3))])],
+                [ch],
+            ),
+        ),
+    ]
+    for sender, n_msgs, data in frames:
+        for role in (C, S):  # also as if the other side had sent it
+            for cut in range(len(data) + 1):
+                for complete in (True, False):
+                    out = _session().decode(data[:cut], role, complete)
+                    assert len(out) == 1
+                    if cut == len(data) and complete and role == sender:
+                        assert out[0].status == "ok"
+                        assert len(out[0].messages) == n_msgs
+
+
+def test_random_bytes_never_raise() -> None:
+    import random
+
+    rnd = random.Random(6)
+    for _ in range(3000):
+        msg_id = rnd.randrange(0, 14)
+        payload = bytes(rnd.randrange(256) for _ in range(rnd.randrange(0, 60)))
+        data = frame(msg_id, payload)
+        for role in (C, S):
+            s = _session()
+            (f,) = s.decode(data, role, True)
+            assert f.status in ("ok", "malformed", "unknown_type")
+            s.resync(data + data, 0, role)

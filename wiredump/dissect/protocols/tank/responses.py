@@ -138,7 +138,8 @@ def _consume_body(
         nparts = c.u16le("partitions count") if wide else c.u8("partitions count")
         topic: dict[str, Any] = {"name": name, "partitions": []}
         topics.append(topic)
-        if nparts and c.left >= 2 and c.buf[c.pos] == 0xFF and c.buf[c.pos + 1] == 0xFF:
+        # The broker writes the marker even when the request listed no partitions.
+        if c.pos + 2 <= min(hdr_end, c.end) and c.buf[c.pos] == 0xFF and c.buf[c.pos + 1] == 0xFF:
             c.pos += 2
             topic["unknown_topic"] = True
             _set_error(f, C.UNKNOWN_TOPIC_CODE, "unknown_topic")
