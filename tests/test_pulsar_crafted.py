@@ -46,7 +46,7 @@ def command(type_name: str, **fields: Any) -> pb.BaseCommand:
 
 
 def simple(base: pb.BaseCommand) -> bytes:
-    cmd = base.SerializeToString()
+    cmd = base.SerializePartialToString()
     return struct.pack(">II", 4 + len(cmd), len(cmd)) + cmd
 
 
@@ -57,7 +57,7 @@ def with_payload(
     checksum: bool = True,
     bem: pb.BrokerEntryMetadata | None = None,
 ) -> bytes:
-    cmd = base.SerializeToString()
+    cmd = base.SerializePartialToString()
     m = meta.SerializeToString()
     tail = struct.pack(">I", len(m)) + m + body
     section = b""
@@ -552,6 +552,37 @@ def test_auth_response_masked() -> None:
 def test_sniff() -> None:
     assert SPEC.sniff(CONNECT, "client")
     assert SPEC.sniff(CONNECTED, "server")
-    assert not SPEC.sniff(PRODUCER, "client")
+    assert SPEC.sniff(PRODUCER, "client")  # a capture begun mid-connection
+    incomplete = simple(command("PRODUCER", topic="persistent://t/ns/a", producer_id=1))  # no request_id
+    assert not SPEC.sniff(incomplete, "client")
+    padded = struct.pack(">I", len(PRODUCER) - 4 + 1) + PRODUCER[4:] + b"\x00"
+    assert not SPEC.sniff(padded, "client")  # totalSize claims a byte past the command
     assert not SPEC.sniff(b"\x00\x00\x00\x10\x00\x03\x00\x0c\x00\x00\x00\x01abcd", "client")
     assert not SPEC.sniff(b"GET / HTTP/1.1\r\n\r\n", "client")
+
+
+def test_capture_begun_mid_frame_resynchronises() -> None:
+    tail_of_a_send = send(7, 0, meta(0), b"q" * 300)[120:]
+    out = Conn().client(tail_of_a_send + PRODUCER).server(PRODUCER_SUCCESS).finish()
+    assert out.types() == ["PRODUCER", "PRODUCER_SUCCESS"]
+    assert [a.kind for a in out.anomalies] == ["resync"]
+    assert out.frames[1].peer_packet == out.frames[0].packet
+
+
+def test_haproxy_header_before_the_first_frame() -> None:
+    header = b"PROXY TCP4 192.0.2.1 192.0.2.2 51000 6650\r\n"
+    out = Conn().client(header + CONNECT).server(CONNECTED).finish()
+    assert out.types() == ["PROXY_PROTOCOL", "CONNECT", "CONNECTED"]
+    assert out.frames[0].fields["header"] == header.decode().strip()
+    assert out.frames[2].peer_packet == out.frames[1].packet
+
+
+def test_connected_may_allow_frames_above_the_default() -> None:
+    big = simple(
+        command("CONNECTED", server_version="stub", protocol_version=20, max_message_size=8 * 1024 * 1024)
+    )
+    body = b"\x5a" * (6 * 1024 * 1024)
+    out = Conn().client(CONNECT).server(big).client(PRODUCER).server(PRODUCER_SUCCESS)
+    out = out.client(send(7, 0, meta(0), body)).finish()
+    assert [a.kind for a in out.all_anomalies()] == []
+    assert out.frames[-1].messages[0].value_size == len(body)

@@ -33,7 +33,12 @@ class PulsarSpec(ProtocolSpec):
     default_max_frame = DEFAULT_MAX_FRAME
 
     def sniff(self, data: bytes, role: str) -> bool:
-        """A first frame whose sizes agree and whose BaseCommand parses as a connection opener."""
+        """A first frame whose sizes agree and whose BaseCommand parses completely.
+
+        A connection opener (CONNECT, or CONNECTED/ERROR/AUTH_CHALLENGE from the broker)
+        is enough; any other command (a capture begun mid-connection) must also carry
+        every required field and, without a payload, fill its frame exactly.
+        """
         if len(data) < 10:
             return False
         total = int.from_bytes(data[0:4], "big")
@@ -42,11 +47,22 @@ class PulsarSpec(ProtocolSpec):
             return False
         if len(data) < 8 + cmd:
             return False
-        base, _ = schema.parse(schema.BaseCommand, data[8 : 8 + cmd])
-        if base is None or schema.raw_type(data[8 : 8 + cmd]) not in _FIRST_TYPES.get(role, ()):
+        raw = data[8 : 8 + cmd]
+        base, _ = schema.parse(schema.BaseCommand, raw)
+        t = schema.raw_type(raw)
+        if base is None or t not in schema.TYPE_NAMES:
             return False
-        field = schema.COMMAND_FIELD.get(base.type)
-        return field is not None and base.HasField(field)
+        field = schema.COMMAND_FIELD.get(t)
+        if field is None or not base.HasField(field):
+            return False
+        if t in _FIRST_TYPES.get(role, ()):
+            return True
+        if schema.missing_required(getattr(base, field)):
+            return False
+        if t in schema.PAYLOAD_TYPES:
+            magic = data[8 + cmd : 10 + cmd]
+            return magic in (b"\x0e\x01", b"\x0e\x02") or len(data) < 12 + cmd
+        return total == 4 + cmd
 
     def new_session(self, ctx: ConnContext) -> Session:
         return PulsarSession(ctx)

@@ -73,13 +73,13 @@ def line(type_name: str, cmd: dict[str, Any], extra: dict[str, Any]) -> str:
         return _short(
             f"producer_id={g('producer_id')} seq={g('sequence_id')} {g('error')}: {g('message', '')}"
         )
-    if t == "ERROR":
-        return _short(f"request_id={extra.get('request_id')} {g('error')}: {g('message', '')}")
-    if t == "SUCCESS":
-        return _short(
-            f"request_id={extra.get('request_id')}"
-            + (f" ({extra['answers']})" if extra.get("answers") else "")
-        )
+    if t in ("ERROR", "SUCCESS"):
+        s = f"request_id={extra.get('request_id')}"
+        if extra.get("answers"):
+            s += f" ({extra['answers']}" + (f" {extra['topic']}" if extra.get("topic") else "") + ")"
+        if t == "ERROR":
+            s += f" {g('error')}: {g('message', '')}"
+        return _short(s)
     if t == "FLOW":
         return _short(
             f"consumer_id={g('consumer_id')} +{g('messagePermits')} permits"

@@ -124,6 +124,12 @@ class PulsarSession(Session):
                     return n
         if avail < 4:
             return NEED_MORE
+        if not self.started[role]:
+            # A capture may begin mid-connection: trust the first length only if a command follows.
+            if avail < 10:
+                return NEED_MORE
+            if not self._plausible(buf, pos):
+                return NOT_A_FRAME
         total = int.from_bytes(buf[pos : pos + 4], "big")
         if total < 4:
             return NOT_A_FRAME
@@ -347,6 +353,10 @@ class PulsarSession(Session):
             if req is not None:
                 extra["answers"] = req.type
                 extra["request"] = req
+                topic = self._topic_of(req)
+                if topic:
+                    extra["topic"] = topic
+                    f.fields["topic"] = topic
             return
         if t == SEND:
             f.kind = REQUEST
@@ -404,6 +414,17 @@ class PulsarSession(Session):
                 corr.response(f, key)
             return
         f.kind = EVENT
+
+    def _topic_of(self, req: Frame) -> str | None:
+        """The topic a request was about: named in it, or through its producer/consumer id."""
+        cmd = req.fields.get("command") or {}
+        if cmd.get("topic"):
+            return cmd["topic"]
+        if "producer_id" in cmd and cmd["producer_id"] in self.producers:
+            return self.producers[cmd["producer_id"]]["topic"]
+        if "consumer_id" in cmd and cmd["consumer_id"] in self.consumers:
+            return self.consumers[cmd["consumer_id"]]["topic"]
+        return None
 
     def _stamp_message_ids(self, send: Frame, mid: Any) -> None:
         """The receipt tells the ledger:entry a SEND was stored at: name its messages with it."""
