@@ -413,7 +413,7 @@ def plain_tree_line(t: TreeLine) -> str:
     pad = "    " * (t.depth + 1)
     if not t.value:
         return f"{pad}{t.key}:" + (f" ({t.type})" if t.type and t.type != "struct" else "")
-    tail = f" ({t.type})" if t.type else ""
+    tail = f" ({t.type})" if t.type and t.type != "null" else ""
     return f"{pad}{t.key}: {t.value}{tail}"
 
 
@@ -426,7 +426,7 @@ def rich_tree_line(t: TreeLine) -> Text:
         text.append(" ")
         style = "green" if t.value.startswith('"') else "magenta" if t.type.startswith("bytes") else ""
         text.append(t.value, style)
-    if t.type and t.type != "struct":
+    if t.type and t.type not in ("struct", "null"):
         text.append(f" ({t.type})", "dim")
     return text
 

@@ -1,0 +1,90 @@
+"""`wiredump show CAPTURE --packet N`: the full decode of the frame(s) completed in packet N."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from wiredump.cli.app import Captures, DecodeAs, app, make_options
+from wiredump.cli.output import Out
+from wiredump.cli.source import Run, annotate
+from wiredump.cli.timeline import (
+    Color,
+    Filter,
+    TimelineOptions,
+    TimelinePrinter,
+    compile_or_exit,
+    marks_or_fail,
+)
+from wiredump.dissect.pipeline import FRAME
+
+
+@app.command(
+    "show",
+    help="The full decode of the frame(s) that packet N completes (a frame's packet is the one carrying "
+    "its last byte, where tshark shows the PDU): its timeline line, the field tree with types and values, "
+    "the messages it carries, its anomalies, then with -x a hex dump of its bytes.\n\n"
+    "Examples:\n\n"
+    "  wiredump show capture.pcap --packet 45\n\n"
+    "  wiredump show capture.pcap -p 45 -p 46 -x --mark 0:4",
+)
+def show(
+    captures: Captures,
+    packet: Annotated[
+        list[int],
+        typer.Option(
+            "-p", "--packet", min=1, help="Packet number (1-based, as tshark), repeatable: -p 45 -p 46."
+        ),
+    ],
+    hex_: Annotated[
+        bool, typer.Option("-x", "--hex", help="Also print a hex dump of each frame's bytes, e.g. -x.")
+    ] = False,
+    mark: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--mark",
+            help="With -x: highlight bytes START[:LENGTH] of the frame (bracketed in plain text, reverse "
+            "video in colour); anomalies with a byte offset are marked too. E.g. --mark 8:4.",
+        ),
+    ] = None,
+    display_filter: Filter = None,
+    decode_as: DecodeAs = None,
+    color: Color = None,
+) -> None:
+    wanted = set(packet)
+    last = max(wanted)
+    opts = TimelineOptions(
+        filter=compile_or_exit(display_filter), detail=True, hex=hex_, marks=marks_or_fail(mark)
+    )
+    run = Run(captures, make_options(decode_as, keep_bytes=hex_))
+    out = Out(color)
+    printer = TimelinePrinter(out, opts)
+    found: set[int] = set()
+    started = False
+    for item in annotate(run.events()):
+        ev = item.ev
+        if not started:
+            printer.clock.start(run.info.first_ts_us)
+            started = True
+        if ev.kind == "capture_end":
+            started = False
+            if len(captures) == 1:
+                break
+        if ev.kind != FRAME:
+            continue
+        f = ev.obj
+        if f.packet in wanted and (opts.filter is None or opts.filter.matches(f, ev.capture)):
+            printer.frame(f, ev.capture, item)
+            found.add(f.packet)
+        elif f.packet > last and len(captures) == 1:
+            break
+    printer.finish()
+    missing = sorted(wanted - found)
+    if missing:
+        typer.echo(
+            f"wiredump: no frame completes in packet {', '.join(f'#{p}' for p in missing)} "
+            "(a frame shows in the packet that carries its last byte)",
+            err=True,
+        )
+        raise typer.Exit(1)
