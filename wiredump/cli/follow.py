@@ -109,7 +109,9 @@ def follow(
             style = PROTOCOL_STYLES.get(f.protocol, "bold")
             bad = f.status != "ok" or bool(f.error) or item.reply == "unanswered"
             for line, head in conversation_lines(f, clock.format(f.ts_us), item.reply, width):
-                out.line(line, lambda line=line, head=head: _styled(line, head, style, bad))
+                out.line(
+                    line, lambda line=line, head=head, style=style, bad=bad: _styled(line, head, style, bad)
+                )
         elif ev.kind == ANOMALY and ev.frame is None and ev.obj.stream == stream:
             a = ev.obj
             text = f"~~ #{a.packet} {a.kind}: {a.detail} ~~"
