@@ -314,15 +314,15 @@ class KafkaSession(Session):
         return body
 
     def _response(self, data: bytes, complete: bool) -> Frame:
+        correlator = self.ctx.correlator
+        if self.sasl_raw and (len(data) < 8 or correlator.peek(_I32.unpack_from(data, 4)[0]) is None):
+            return self._sasl_token(data, "server")
         f = Frame(PROTOCOL, "Unknown", -1, kind=RESPONSE)
         if len(data) < 8:
             if complete:
                 f.flag(MALFORMED, "malformed", f"response of {len(data)} bytes is shorter than a header", 0)
             return f
         (corr,) = _I32.unpack_from(data, 4)
-        correlator = self.ctx.correlator
-        if self.sasl_raw and correlator.peek(corr) is None:
-            return self._sasl_token(data, "server")
         f.correlation_id = corr
         f.fields = {"header": {"correlation_id": corr}}
         req = correlator.response(f, corr)
