@@ -451,6 +451,7 @@ def test_table_entries_keys_and_iterator() -> None:
             "key": {
                 "payload_size": 15,
                 "key": b"k01",
+                "key_text": "k01",
                 "key_version": -1,
                 "key_version_meaning": "NOT_EXISTS",
             },

@@ -65,6 +65,15 @@ def _count(c: Cursor, what: str, min_item: int) -> int:
     return n
 
 
+def _printable(raw: bytes) -> str | None:
+    """The key as text when it is printable UTF-8 (table keys usually are: names, paths)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return text if text.isprintable() else None
+
+
 def read_table_key(c: Cursor) -> dict[str, Any]:
     """TableKey: payloadSize int, dataLength int, then (only if dataLength > 0) data and keyVersion."""
     payload_size = c.i32("table key payload size")
@@ -75,6 +84,9 @@ def read_table_key(c: Cursor) -> dict[str, Any]:
     key: dict[str, Any] = {"payload_size": payload_size, "key": b""}
     if n > 0:
         key["key"] = c.take(n, "table key")
+        text = _printable(key["key"])
+        if text is not None:
+            key["key_text"] = text
         version = c.i64("table key version")
         key["key_version"] = version
         if version == LONG_MIN:

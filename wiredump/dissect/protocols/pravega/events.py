@@ -30,10 +30,12 @@ from wiredump.dissect.protocols.pravega.commands import MAX_EVENT_SIZE
 _HDR = struct.Struct(">ii")
 PADDING, PARTIAL_EVENT = -1, -2
 
-MAX_PENDING_BLOCKS = 16
+MAX_PENDING_BLOCKS = 4
 """Writers with an APPEND_BLOCK waiting for its end (the encoder allows one at a time)."""
 MAX_READ_TAILS = 256
 """Segments whose cut last record is kept for the next read."""
+MAX_READ_TAIL_BYTES = 32 * 1024 * 1024
+"""Bytes of cut records kept for all segments of a connection together."""
 
 
 @dataclass(slots=True)
@@ -197,6 +199,7 @@ class ReadJoiner:
 
     def __init__(self) -> None:
         self._tails: OrderedDict[str, _Tail] = OrderedDict()
+        self._bytes = 0
 
     def split(self, segment: str, offset: int, data: bytes) -> tuple[Records, int, int]:
         """Records in this read (joined with a kept tail when the offsets meet).
@@ -204,6 +207,8 @@ class ReadJoiner:
         Returns (records, base offset of records' offsets in the segment, joined tail bytes).
         """
         tail = self._tails.pop(segment, None)
+        if tail is not None:
+            self._bytes -= len(tail.data)
         joined = 0
         if tail is not None and tail.next_offset == offset and tail.data:
             buf = tail.data
@@ -223,8 +228,10 @@ class ReadJoiner:
         if not left or left > MAX_EVENT_SIZE + 8:
             return
         self._tails[segment] = _Tail(next_offset, bytearray(buf[whole:]))
-        while len(self._tails) > MAX_READ_TAILS:
-            self._tails.popitem(last=False)
+        self._bytes += left
+        while len(self._tails) > MAX_READ_TAILS or self._bytes > MAX_READ_TAIL_BYTES:
+            _, old = self._tails.popitem(last=False)
+            self._bytes -= len(old.data)
 
     def pending(self, segment: str) -> int:
         t = self._tails.get(segment)

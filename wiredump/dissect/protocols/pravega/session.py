@@ -478,51 +478,57 @@ class PravegaSession(Session):
             fields["acknowledges"] = [r.context.event_number for r in reqs]
 
     def _acked_appends(self, writer: str, previous: int, last: int) -> list[Frame]:
-        """Outstanding appends of `writer` whose last event number is in (previous, last]."""
+        """Outstanding appends of `writer` whose last event number is in (previous, last].
+
+        Appends are indexed in the order sent, which is event-number order, so the scan
+        stops at the first one past `last`.
+        """
         pending = self._appends.get(writer)
         if not pending:
             return []
         out = []
-        for n in list(pending):
-            req = pending[n]
+        for n, req in list(pending.items()):
+            if n > last:
+                break
             if _dead(req):
-                del pending[n]
-                self._pending_count -= 1
-                continue
-            if n <= last and (previous < 0 or n > previous):
+                self._forget(req)
+            elif previous < 0 or n > previous:
                 out.append(req)
-                del pending[n]
-                self._pending_count -= 1
-        if not pending:
-            del self._appends[writer]
-        out.sort(key=lambda r: r.context.event_number)
+        for req in out:
+            self._forget(req)
         return out
 
     def _by_request_id(self, rid: int, cmd: Command) -> Frame | None:
-        q = self._by_rid.get(rid)
-        if not q:
-            return None
-        found = None
-        for req in list(q):
+        """The oldest outstanding request with this request id that `cmd` answers."""
+        for req in list(self._by_rid.get(rid, ())):
             if _dead(req):
-                q.remove(req)
-                self._pending_count -= 1
+                self._forget(req)
                 continue
             req_cmd = COMMANDS.get(req.type_code)
-            if found is None and req_cmd is not None and (cmd.failure or cmd.name in req_cmd.replies):
-                found = req
-        if found is not None:
-            q.remove(found)
-            self._pending_count -= 1
-            p = found.context
-            if p.writer_id is not None:
-                appends = self._appends.get(p.writer_id)
-                if appends is not None and appends.get(p.event_number) is found:
-                    del appends[p.event_number]
+            if req_cmd is not None and (cmd.failure or cmd.name in req_cmd.replies):
+                self._forget(req)
+                return req
+        return None
+
+    def _forget(self, req: Frame) -> None:
+        """Drop a request from both indexes (answered, or given up by the correlator)."""
+        p = req.context
+        q = self._by_rid.get(p.request_id) if p.request_id is not None else None
+        if q is not None:
+            for i, other in enumerate(q):
+                if other is req:
+                    del q[i]
                     self._pending_count -= 1
-        if not q:
-            del self._by_rid[rid]
-        return found
+                    break
+            if not q:
+                del self._by_rid[p.request_id]
+        if p.writer_id is not None:
+            appends = self._appends.get(p.writer_id)
+            if appends is not None and appends.get(p.event_number) is req:
+                del appends[p.event_number]
+                self._pending_count -= 1
+                if not appends:
+                    del self._appends[p.writer_id]
 
     def _prune(self) -> None:
         """Forget requests the correlator already gave up on (it bounds outstanding requests)."""

@@ -41,7 +41,8 @@ def _data(fields: dict[str, Any]) -> str:
     kind = fields.get("data_kind")
     size = fields.get("appended_length", fields.get("data_length"))
     if kind == "events":
-        return f"{fields.get('events', 0)} events, {size} B"
+        n = fields.get("events", 0)
+        return f"{n} event{'' if n == 1 else 's'}, {size} B"
     if kind == "raw":
         return f"{size} B raw (byte stream)"
     if kind == "empty":
@@ -66,7 +67,13 @@ def _block_end(f: Frame, d: dict[str, Any]) -> str:
     first = last - num + 1 if isinstance(num, int) and isinstance(last, int) else None
     rng = f"events {first}..{last}" if first is not None and first != last else f"event {last}"
     trailer = d.get("block_trailer")
-    return _join(_w(d), rng, _data(d), f"(block {d['block_data_length']} B + {trailer})" if trailer else "")
+    data = _data(d)
+    return _join(
+        _w(d),
+        rng,
+        f"({data})" if data else "",
+        f"[block {d['block_data_length']} B + {trailer}]" if trailer else "",
+    )
 
 
 def _data_appended(f: Frame, d: dict[str, Any]) -> str:
@@ -114,6 +121,8 @@ def _generic(f: Frame, d: dict[str, Any]) -> str:
             parts.append(f"error {AUTH_ERROR_CODES.get(v, v)}")
         elif k == "error_code" and f.type == "ErrorMessage":
             parts.append(f"error {ERROR_MESSAGE_CODES.get(v, v)}")
+        elif v == -1 and k.endswith("offset"):
+            continue  # -1 = no offset given
         elif k in ("last_event_number", "event_number"):
             parts.append(f"{k.replace('_', ' ')} {_en(v)}")
         else:
@@ -168,6 +177,4 @@ def summarize(f: Frame, fields: dict[str, Any]) -> str:
         s = fn(f, fields)
     except Exception:  # a summary must never cost the frame
         s = _generic(f, fields) if f.type in _BY_TYPE else ""
-    if f.correlation_id is not None and f.correlation_id != -1:
-        s = f"req {f.correlation_id} " + s if s else f"req {f.correlation_id}"
     return s[:300]
