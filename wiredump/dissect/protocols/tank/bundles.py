@@ -11,6 +11,7 @@ caller turns into anomalies, so one bad bundle never costs the rest of a frame.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,14 +123,23 @@ def _decode_message_set(
     last_seq: int | None,
     compressed_at: int | None,
 ) -> None:
-    """Messages one after the other until the set ends (TANK iterates by bytes, as here)."""
-    c = Cursor(data, pos, end)
+    """Messages one after the other until the set ends (TANK iterates by bytes, as here).
+
+    The hottest loop of the decoder (tens of thousands of messages per Consume
+    response), so it reads `data` directly instead of through `Cursor`; every read is
+    still checked against `end` first.
+    """
     seq = first_seq
     ts: int | None = None
     idx = 0
+    p = pos
+    out = b.messages
+    at = pos
     try:
-        while c.left > 0:
-            flags = c.u8("message flags")
+        while p < end:
+            at = p
+            flags = data[p]
+            p += 1
             if sparse:
                 if idx == 0:
                     seq = first_seq
@@ -138,24 +148,34 @@ def _decode_message_set(
                 elif flags & C.MSG_SEQ_PREV_PLUS_ONE:
                     seq = None if seq is None else seq + 1
                 else:
-                    delta = c.uvarint("message seqnum delta", 5)
+                    delta, p = _varint(data, p, end, "message seqnum delta")
                     seq = None if seq is None else seq + 1 + delta
             elif idx:
                 seq = None if seq is None else seq + 1
             if not flags & C.MSG_USE_LAST_TS:
-                ts = c.u64le("message timestamp")
+                if p + 8 > end:
+                    raise Short("message timestamp", p, 8, end - p)
+                ts = _U64.unpack_from(data, p)[0]
+                p += 8
             key = None
             if flags & C.MSG_HAVE_KEY:
-                klen = c.u8("key length")
-                key = c.take(klen, "key")
-            vlen = c.uvarint("content length", 5)
-            value = c.take(vlen, "content")
-            b.messages.append(BundleMessage(seq, flags, ts, key, value))
+                if p >= end:
+                    raise Short("key length", p, 1, 0)
+                klen = data[p]
+                if p + 1 + klen > end:
+                    raise Short("key", p + 1, klen, end - p - 1)
+                key = bytes(data[p + 1 : p + 1 + klen])
+                p += 1 + klen
+            vlen, p = _varint(data, p, end, "content length")
+            if p + vlen > end:
+                raise Short("content", p, vlen, end - p)
+            out.append(BundleMessage(seq, flags, ts, key, bytes(data[p : p + vlen])))
+            p += vlen
             idx += 1
     except Short as e:
         where = e.offset if compressed_at is None else compressed_at
         inside = "" if compressed_at is None else f" (byte {e.offset} of the uncompressed set)"
-        b.problems.append(("malformed", f"message {idx} of bundle: {e}{inside}", where))
+        b.problems.append(("malformed", f"message {idx} of bundle (at byte {at}): {e}{inside}", where))
     if idx != count and not b.problems:
         b.problems.append(
             (
@@ -164,6 +184,23 @@ def _decode_message_set(
                 pos if compressed_at is None else compressed_at,
             )
         )
+
+
+_U64 = struct.Struct("<Q")
+
+
+def _varint(data: bytes, p: int, end: int, what: str) -> tuple[int, int]:
+    """TANK's varint (unsigned LEB128, at most 5 bytes for 32-bit values) at `p`; (value, next)."""
+    value = shift = 0
+    start = p
+    while p < end and p - start < 5:
+        byte = data[p]
+        p += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, p
+        shift += 7
+    raise Short(what, start, p - start + 1, end - start)
 
 
 @dataclass(slots=True)
