@@ -31,17 +31,15 @@ class Difference:
     frame_index: int | None
 
     def text(self, repeat: bool) -> str:
-        where = f"{self.role} entry {self.index}"
-        if self.frame_index:
-            where += f" (frame {self.frame_index} of the {self.role}"
-            where += f", packet {self.packet})" if self.packet else ")"
         exp = entry_text(self.expected.as_dict(repeat)) if self.expected else None
         got = entry_text(self.came.as_dict(repeat)) if self.came else None
+        at = f"packet {self.packet}, frame {self.frame_index}" if self.packet else ""
         if exp and got:
-            return f"{where}: expected {exp}; came {got}"
+            return f"{self.role} entry {self.index} ({at}): expected {exp}; came {got}"
         if exp:
-            return f"{where}: expected {exp}; came nothing (missing)"
-        return f"{where}: unexpected {got}"
+            where = f"before {at}" if at else "at the end"
+            return f"{self.role} entry {self.index}: expected {exp}; missing ({where})"
+        return f"{self.role} {at}: unexpected {got} (before baseline {self.role} entry {self.index})"
 
 
 def _seq(t: ConnTranscript, role: str, repeat: bool) -> list[tuple[str, int]]:
@@ -195,7 +193,7 @@ def compare(
         if not extra
         else f"{len(extra)} connection{'s' * (len(extra) != 1)} not in the baseline"
     )
-    for j in extra:
+    for j in sorted(extra, key=lambda j: (actual[j].capture or "", actual[j].stream or 0)):
         t = actual[j]
         first = (t.client or t.server or [None])[0]
         o.add(
@@ -206,7 +204,7 @@ def compare(
                 t.protocol,
                 str(first.data.get("type")) if first else None,
                 None,
-                f"unexpected connection: {_title(t)}",
+                f"unexpected connection in {t.capture}: {_title(t)}",
             )
         )
     outcomes.append(o)

@@ -35,14 +35,12 @@ def _where(o: Outcome) -> str:
 
 
 def failure_lines(o: Outcome) -> list[str]:
-    """What broke, one line each: the offending places, then extra detail (a diff)."""
+    """What broke, one line each: the diff when there is one, else the offending places."""
+    if o.details:
+        return list(o.details)
     lines = [f"{off.where()}: {off.detail}" if off.detail else off.where() for off in o.offenders]
     if o.more:
         lines.append(f"… and {o.more} more")
-    if o.details:
-        if lines:
-            lines.append("differences:")
-        lines.extend(o.details)
     return lines
 
 
