@@ -44,7 +44,9 @@ class Bundle:
     problems: list[Problem] = field(default_factory=list)
 
 
-def decode_bundle(buf: bytes, start: int, end: int, first_seq: int | None, limits: Limits) -> Bundle:
+def decode_bundle(
+    buf: bytes | memoryview, start: int, end: int, first_seq: int | None, limits: Limits
+) -> Bundle:
     """Decode the bundle in `buf[start:end]`; `first_seq` numbers a non-sparse bundle.
 
     Offsets in problems are offsets in `buf` (the frame), so they can be reported as is.
@@ -114,7 +116,7 @@ def _next_after(first_seq: int | None, last_seq: int | None, count: int, sparse:
 
 def _decode_message_set(
     b: Bundle,
-    data: bytes,
+    data: bytes | memoryview,
     pos: int,
     end: int,
     count: int,
@@ -189,7 +191,7 @@ def _decode_message_set(
 _U64 = struct.Struct("<Q")
 
 
-def _varint(data: bytes, p: int, end: int, what: str) -> tuple[int, int]:
+def _varint(data: bytes | memoryview, p: int, end: int, what: str) -> tuple[int, int]:
     """TANK's varint (unsigned LEB128, at most 5 bytes for 32-bit values) at `p`; (value, next)."""
     value = shift = 0
     start = p
@@ -211,7 +213,9 @@ class Chunk:
     next_seq: int | None = None
 
 
-def decode_chunk(buf: bytes, start: int, end: int, base_seq: int | None, limits: Limits) -> Chunk:
+def decode_chunk(
+    buf: bytes | memoryview, start: int, end: int, base_seq: int | None, limits: Limits
+) -> Chunk:
     """A run of `[length varint][bundle]` records whose last one may be cut short."""
     ch = Chunk(next_seq=base_seq)
     c = Cursor(buf, start, end)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wiredump.dissect.limits import Limits
-from wiredump.dissect.model import DELIVER, PRODUCE, Frame, Message
+from wiredump.dissect.model import DELIVER, Frame, Message
 from wiredump.dissect.protocols.tank.bundles import Bundle
 from wiredump.dissect.wire import Cursor
 
@@ -113,19 +113,3 @@ def join_items(items: list[str]) -> str:
 
 def plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
-
-
-__all__ = [
-    "DELIVER",
-    "PRODUCE",
-    "ConsumeContext",
-    "DecodeState",
-    "ProduceContext",
-    "add_problems",
-    "bundle_fields",
-    "bundle_messages",
-    "endpoint",
-    "join_items",
-    "plural",
-    "str8",
-]

@@ -61,7 +61,7 @@ def produce(c: Cursor, f: Frame, st: DecodeState) -> None:
             if with_seqnum:
                 first_seq = entry["first_seqnum"] = c.u64le("first message seqnum")
             c.need(blen, "bundle")
-            bundle = decode_bundle(c.buf, c.pos, c.pos + blen, first_seq, st.limits)  # type: ignore[arg-type]
+            bundle = decode_bundle(c.buf, c.pos, c.pos + blen, first_seq, st.limits)
             c.pos += blen
             entry["bundle"] = bundle_fields(bundle)
             add_problems(st, bundle)

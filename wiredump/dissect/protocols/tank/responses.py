@@ -169,7 +169,7 @@ def _consume_body(
         if clen:
             at = c.pos
             end = min(c.pos + clen, c.end)
-            chunk = decode_chunk(c.buf, at, end, seq_from, st.limits)  # type: ignore[arg-type]
+            chunk = decode_chunk(c.buf, at, end, seq_from, st.limits)
             entry["bundles"] = [bundle_fields(b) for b in chunk.bundles]
             for i, b in enumerate(chunk.bundles):
                 add_problems(st, b)
