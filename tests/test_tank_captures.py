@@ -121,3 +121,35 @@ def test_latency_on_every_response(decoded) -> None:
     for f in frames:
         if f.kind == "response":
             assert f.latency_us is not None and f.latency_us >= 0
+
+
+def test_consumed_messages_are_the_produced_ones(decoded) -> None:
+    """Two decode paths agree: Produce bundles (no sequence numbers on the wire) and the
+    broker's Consume chunks (numbered from the partition entry's base). The broker numbers
+    accepted messages 1, 2, … in arrival order, so delivered seq N must be the Nth message
+    accepted, with the same key, value and timestamp."""
+    frames, _, _, _, _ = decoded
+    produced: dict[tuple[str, int], list[tuple]] = {}
+    for f in sorted(frames, key=lambda f: f.packet):
+        if f.type == "Produce" and f.kind == "response":
+            ok = {
+                (t["name"], p["partition"])
+                for t in f.fields["topics"]
+                for p in t["partitions"]
+                if p["error_code"] == 0
+            }
+            req = next(
+                r for r in frames if r.packet == f.peer_packet and r.correlation_id == f.correlation_id
+            )
+            for m in req.messages:
+                if (m.topic, m.partition) in ok:
+                    produced.setdefault((m.topic, m.partition), []).append((m.key, m.value, m.timestamp_ms))
+    delivered: dict[tuple[str, int, int], tuple] = {}
+    for f in frames:
+        if f.type == "Consume" and f.kind == "response":
+            for m in f.messages:
+                assert m.direction == "deliver"
+                delivered[(m.topic, m.partition, m.offset)] = (m.key, m.value, m.timestamp_ms)
+    assert delivered, "every capture consumes something"
+    for (topic, partition, seq), msg in delivered.items():
+        assert produced[(topic, partition)][seq - 1] == msg
