@@ -601,3 +601,10 @@ def test_trailing_bytes_are_noted() -> None:
     f = out.one("KeepAlive")
     assert f.status == "ok" and f.fields["trailing_bytes"] == 2
     assert [a.kind for a in f.anomalies] == ["trailing_bytes"]
+
+
+def test_tls_on_the_segment_store_port_is_undecodable() -> None:
+    client_hello = bytes.fromhex("16030100c4010000c00303") + bytes(200)
+    out = run(c(client_hello), c(bytes(100)))
+    assert out.frames == []
+    assert [a.kind for a in out.anomalies] == ["undecodable"]

@@ -51,7 +51,7 @@ from wiredump.dissect.model import (
     Frame,
     Message,
 )
-from wiredump.dissect.protocols.base import NEED_MORE, NOT_A_FRAME, ConnContext, Session
+from wiredump.dissect.protocols.base import NEED_MORE, NOT_A_FRAME, UNDECODABLE, ConnContext, Session
 from wiredump.dissect.protocols.pravega.codec import BadField, decode_fields
 from wiredump.dissect.protocols.pravega.commands import (
     BOTH,
@@ -123,11 +123,16 @@ class PravegaSession(Session):
         self._blocks = BlockAssembler()
         self._reads = ReadJoiner()
         self._max_pending = max(16, ctx.limits.max_pending_requests)
+        self._framed: set[str] = set()
 
     # -- framing ---------------------------------------------------------------------------
     def frame_length(self, buf: bytes | bytearray, pos: int, role: str) -> int:
         if len(buf) - pos < HEADER_SIZE:
             return NEED_MORE
+        if role not in self._framed:
+            self._framed.add(role)
+            if buf[pos] == 0x16 and buf[pos + 1] == 0x03 and buf[pos + 2] <= 0x04:
+                return UNDECODABLE  # TLS on the segment-store port (§1): no plaintext to read
         code, length = _HDR.unpack_from(buf, pos)
         if not -128 <= code <= 127 or length < 0:
             return NOT_A_FRAME
