@@ -86,7 +86,12 @@ _TCP = struct.Struct("!HHIIBB")
 _U16 = struct.Struct("!H")
 _IP6_FIXED = struct.Struct("!4xHBx16s16s")
 
+_eth_ip4_tcp = _ETH_IP4_TCP.unpack_from
+_MAX_PLAIN_ETH = 14 + 0xFFFF
+"""Longer Ethernet records carry offloaded datagrams whose IPv4 length field cannot be trusted."""
+
 _addr_cache: dict[bytes, str] = {}
+_cache_get = _addr_cache.get
 _ADDR_CACHE_MAX = 4096
 
 
@@ -103,27 +108,18 @@ def _addr(raw: bytes) -> str:
 
 def parse_tcp(linktype: int, data: bytes) -> Segment | None:
     """The TCP segment a link-layer record carries, or None for anything else (or unreadable)."""
-    if linktype == LT_ETHERNET and len(data) >= _ETH_IP4_TCP_LEN:
-        etype, vihl, tot, frag, proto, s, d, sport, dport, seq, ack, off, flags = _ETH_IP4_TCP.unpack_from(
-            data
-        )
+    n = len(data)
+    if linktype == LT_ETHERNET and n >= _ETH_IP4_TCP_LEN:
+        etype, vihl, tot, frag, proto, s, d, sport, dport, seq, ack, off, flags = _eth_ip4_tcp(data)
         if etype == ETH_IPV4 and vihl == 0x45 and proto == PROTO_TCP and not frag & 0x3FFF:
-            thl = (off >> 4) << 2
-            cap = len(data) - 14
-            if tot == 0 or (cap > 0xFFFF and tot < cap):
-                tot = cap  # segmentation offload: the length field cannot hold the datagram's size
-            start = 34 + thl
-            if thl < 20 or start > len(data):
-                return None
+            start = 34 + ((off >> 4) << 2)
             end = 14 + tot
-            if end > len(data):
-                missing = end - len(data)
-                end = len(data)
-            else:
-                missing = 0
-            if end < start:
-                return None
-            return Segment(_addr(s), _addr(d), sport, dport, seq, ack, flags, data[start:end], missing)
+            # Common case: a whole datagram with a sane TCP header, of a size the length field can say.
+            if off >= 0x50 and start <= end <= n and tot and n <= _MAX_PLAIN_ETH:
+                src = _cache_get(s) or _addr(s)
+                dst = _cache_get(d) or _addr(d)
+                return Segment(src, dst, sport, dport, seq, ack, flags, data[start:end], 0)
+            return _parse_ip(data, 14, 4)
     off = _network_offset(linktype, data)
     if off is None:
         return None
