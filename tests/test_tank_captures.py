@@ -153,3 +153,19 @@ def test_consumed_messages_are_the_produced_ones(decoded) -> None:
     assert delivered, "every capture consumes something"
     for (topic, partition, seq), msg in delivered.items():
         assert produced[(topic, partition)][seq - 1] == msg
+
+
+def test_long_poll_consume_paired_with_its_latency(captures: Path) -> None:
+    """t06: a tail Consume (seq 2^64-1, max wait 2^32-1 ms) sent at packet 64 is answered at
+    packet 75 once another connection produced; tshark's frame.time_relative gives 0.012557 s
+    and 2.014250 s, i.e. 2,001,693 µs."""
+    frames, _, exchanges = _run(captures / "tank" / "t06-boundary-and-tail.pcap")
+    by_packet = {(f.packet, f.kind): f for f in frames}
+    req, resp = by_packet[(64, "request")], by_packet[(75, "response")]
+    assert req.type == resp.type == "Consume" and req.correlation_id == resp.correlation_id == 1
+    assert req.fields["topics"][0]["partitions"][0]["from"] == "tail"
+    assert req.fields["max_wait_ms"] == 2**32 - 1
+    assert (req.peer_packet, resp.peer_packet, resp.latency_us) == (75, 64, 2_001_693)
+    assert [(m.offset, m.value) for m in resp.messages] == [(6, b"late1")]
+    ex = next(e for e in exchanges if e.request_packet == 64)
+    assert (ex.status, ex.response_packet, ex.latency_us) == ("answered", 75, 2_001_693)
