@@ -53,7 +53,7 @@ class BodyDecoder:
         self.records = records
         self.errors: list[tuple[str, int]] = []
         self.secrets = secrets
-        self._path: list[str] = []
+        self._path: list[list[Any]] = []  # [field name, array index or None] per enclosing struct
 
     # -- lengths ---------------------------------------------------------------------------
     def _length(self, compact: bool, wide: bool, what: str) -> int:
@@ -75,13 +75,13 @@ class BodyDecoder:
             raise Bad("structs nested too deep", self.cur.pos)
         out: dict[str, Any] = {}
         stack.append(out)
-        try:
-            for op in plan.ops:
-                out[op.name] = self.value(op, stack)  # type: ignore[index]
-            if plan.flexible:
-                self.tagged(plan.tags, out, stack)
-        finally:
-            stack.pop()
+        # No try/finally: any exception aborts the whole body, stack and path included.
+        value = self.value
+        for op in plan.ops:
+            out[op.name] = value(op, stack)  # type: ignore[index]
+        if plan.flexible:
+            self.tagged(plan.tags, out, stack)
+        stack.pop()
         return out
 
     def tagged(self, tags: dict[int, Op], out: dict[str, Any], stack: list[dict[str, Any]]) -> None:
@@ -142,14 +142,13 @@ class BodyDecoder:
                 plan = elem.struct
                 assert plan is not None
                 items = []
-                self._path.append(op.name or "")
-                try:
-                    for i in range(n):
-                        self._path.append(f"[{i}]")
-                        items.append(self.struct(plan, stack))
-                        self._path.pop()
-                finally:
-                    del self._path[-1]
+                at = [op.name, 0]
+                self._path.append(at)
+                struct_ = self.struct
+                for i in range(n):
+                    at[1] = i
+                    items.append(struct_(plan, stack))
+                self._path.pop()
                 return items
             return [self.value(elem, stack) for _ in range(n)]
         if code == STRUCT:
@@ -159,11 +158,10 @@ class BodyDecoder:
                     return None
             plan = op.struct
             assert plan is not None
-            self._path.append(op.name or "")
-            try:
-                return self.struct(plan, stack)
-            finally:
-                self._path.pop()
+            self._path.append([op.name, None])
+            v = self.struct(plan, stack)
+            self._path.pop()
+            return v
         if code == BOOL:
             return c.u8(op.name or "bool") != 0
         if code == UUID:
@@ -189,7 +187,7 @@ class BodyDecoder:
         raise Bad(f"unknown op {code}", c.pos)
 
     def _where(self, stack: list[dict[str, Any]], name: str) -> str:
-        path = "".join(p if p.startswith("[") else f".{p}" for p in self._path)
+        path = "".join(f".{n}" if i is None else f".{n}[{i}]" for n, i in self._path)
         return (path + "." + name).lstrip(".")
 
 

@@ -247,26 +247,56 @@ def _batch_v2(data: bytes, pos: int, end: int, base_offset: int, rc: RecordConte
     n = 0
     try:
         for _ in range(count):
-            length, p = _varint(rb, p)
+            # Varints inline when they fit in one byte (almost always): this loop runs per record.
+            x = rb[p]
+            if x < 0x80:
+                length = (x >> 1) ^ -(x & 1)
+                p += 1
+            else:
+                length, p = _varint(rb, p)
             rec_end = p + length
             if length < 5 or rec_end > rend:
                 raise BadRecord(f"record {n} declares length {length}", p)
-            p += 1  # record attributes: unused
-            ts_delta, p = _varint(rb, p)
-            off_delta, p = _varint(rb, p)
-            klen, p = _varint(rb, p)
+            x = rb[p + 1]  # after the unused record attributes byte
+            if x < 0x80:
+                ts_delta = (x >> 1) ^ -(x & 1)
+                p += 2
+            else:
+                ts_delta, p = _varint(rb, p + 1)
+            x = rb[p]
+            if x < 0x80:
+                off_delta = (x >> 1) ^ -(x & 1)
+                p += 1
+            else:
+                off_delta, p = _varint(rb, p)
+            x = rb[p]
+            if x < 0x80:
+                klen = (x >> 1) ^ -(x & 1)
+                p += 1
+            else:
+                klen, p = _varint(rb, p)
             if klen >= 0:
                 key = rb[p : p + klen]
                 p += klen
             else:
                 key = None
-            vlen, p = _varint(rb, p)
+            x = rb[p]
+            if x < 0x80:
+                vlen = (x >> 1) ^ -(x & 1)
+                p += 1
+            else:
+                vlen, p = _varint(rb, p)
             if vlen >= 0:
                 value = rb[p : p + vlen]
                 p += vlen
             else:
                 value = None
-            hcount, p = _varint(rb, p)
+            x = rb[p]
+            if x < 0x80:
+                hcount = (x >> 1) ^ -(x & 1)
+                p += 1
+            else:
+                hcount, p = _varint(rb, p)
             headers = None
             if hcount:
                 if hcount < 0 or hcount > rec_end - p:
