@@ -144,12 +144,12 @@ def test_java_like_writer_and_reader(tmp_path: Path) -> None:
         ("oversize_frame", oversize_pkt),
         ("resync", oversize_pkt),
     ]
-    assert sorted((e.stream, e.type, e.status, e.error_code) for e in exchanges) == [
+    assert sorted(((e.stream, e.type, e.status, e.error_code) for e in exchanges), key=str) == [
         (0, "AppendBlock", "no_response_expected", None),
         (0, "AppendBlockEnd", "answered", None),
         (0, "Hello", "answered", None),
-        (0, "SetupAppend", "answered", None),
         (0, "SetupAppend", "answered", 50),
+        (0, "SetupAppend", "answered", None),
         (1, "Hello", "answered", None),
         (1, "ReadSegment", "answered", None),
     ]
