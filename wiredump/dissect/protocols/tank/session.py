@@ -74,7 +74,6 @@ def plausible_header(buf: bytes | bytearray, pos: int, role: str, strict: bool =
 class TankSession(Session):
     def __init__(self, ctx: ConnContext) -> None:
         super().__init__(ctx)
-        self.frames_seen = 0
         self._synced: set[str] = set()
         """Directions whose first frame passed the strict check; until then (start of a
         capture taken mid-connection) a header must look right before we trust its length."""
@@ -110,7 +109,6 @@ class TankSession(Session):
 
     # -- decoding --------------------------------------------------------------------------
     def decode(self, data: bytes, role: str, complete: bool = True) -> list[Frame]:
-        self.frames_seen += 1
         if len(data) < C.HEADER_SIZE:
             f = Frame(
                 protocol=PROTOCOL, type=C.MSG_NAMES.get(data[0], "Unknown") if data else "?", type_code=-1
@@ -168,8 +166,13 @@ class TankSession(Session):
                 f.anomalies.append(Anomaly(kind, detail, offset))  # our cap, not the frame's fault
             else:
                 f.flag(MALFORMED, kind, detail, offset)
-        if not complete and not f.summary:
-            f.summary = f"{name} cut after {len(data)} of {C.HEADER_SIZE + size} bytes"
+        if not f.summary:
+            # The decoder stopped before writing its line: say who it was and what went wrong.
+            rid = f"req {f.correlation_id} " if f.correlation_id is not None else ""
+            if not complete:
+                f.summary = f"{rid}cut after {len(data)} of {C.HEADER_SIZE + size} bytes"
+            elif f.anomalies:
+                f.summary = f"{rid}{f.anomalies[0].detail}"
         self._correlate(f, msg_id)
         return [f]
 
