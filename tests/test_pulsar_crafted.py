@@ -7,6 +7,7 @@ the framing engine exactly as the pipeline does.
 
 from __future__ import annotations
 
+import random
 import struct
 import zlib
 from typing import Any
@@ -586,3 +587,66 @@ def test_connected_may_allow_frames_above_the_default() -> None:
     out = out.client(send(7, 0, meta(0), body)).finish()
     assert [a.kind for a in out.all_anomalies()] == []
     assert out.frames[-1].messages[0].value_size == len(body)
+
+
+def test_non_utf8_strings_do_not_break_decoding() -> None:
+    # proto2 does not validate UTF-8: the runtime hands such string fields back as bytes.
+    bad_topic = simple(command("PRODUCER", topic="persistent://t/ns/x", producer_id=9, request_id=4))
+    bad_topic = bad_topic.replace(b"persistent://t/ns/x", b"persistent://t/ns/\xff")
+    m = meta(0, partition_key="k")
+    frame = send(9, 0, pb.MessageMetadata.FromString(m.SerializeToString().replace(b"p-1", b"p\xfe1")), b"v")
+    out = Conn().client(CONNECT).server(CONNECTED).client(bad_topic, frame).finish()
+    f = out.frames[-1]
+    assert f.status == "ok"
+    assert f.messages[0].topic == "persistent://t/ns/\ufffd"
+    assert f.messages[0].detail["producer_name"] == "p\ufffd1"
+
+
+def test_mutated_streams_never_make_the_decoder_raise() -> None:
+    rng = random.Random(1234)
+    mid = pb.MessageIdData(ledgerId=1, entryId=2)
+    pieces = [
+        ("client", CONNECT),
+        ("server", CONNECTED),
+        ("client", PRODUCER),
+        ("server", PRODUCER_SUCCESS),
+        (
+            "client",
+            send(
+                7,
+                0,
+                meta(0, compression=pb.LZ4, uncompressed_size=12),
+                lz4.block.compress(b"x" * 12, store_size=False),
+            ),
+        ),
+        ("client", send(7, 1, meta(1, num_messages_in_batch=2), batch([(b"a", "k"), (b"b", None)]))),
+        (
+            "client",
+            send(7, 2, meta(2, uuid="u", chunk_id=0, num_chunks_from_msg=2, total_chunk_msg_size=4), b"ab"),
+        ),
+        (
+            "client",
+            send(7, 2, meta(2, uuid="u", chunk_id=1, num_chunks_from_msg=2, total_chunk_msg_size=4), b"cd"),
+        ),
+        ("server", receipt(7, 0, 1, 1)),
+        (
+            "server",
+            with_payload(
+                command("MESSAGE", consumer_id=1, message_id={"_msg": mid}),
+                meta(3),
+                b"zz",
+                bem=pb.BrokerEntryMetadata(index=3),
+            ),
+        ),
+    ]
+    for _ in range(300):
+        c = Conn()
+        for role, data in pieces:
+            d = bytearray(data)
+            for _ in range(rng.randrange(0, 3)):
+                d[rng.randrange(len(d))] = rng.randrange(256)
+            if rng.random() < 0.2:
+                d = d[: rng.randrange(1, len(d))]
+            c.feed(role, bytes(d))
+        out = c.finish()
+        assert not [a for a in out.all_anomalies() if "decoder error" in a.detail]

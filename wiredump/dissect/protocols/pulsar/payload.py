@@ -189,10 +189,12 @@ def split_batch(
     return entries, problems
 
 
-def key_of(partition_key: str, b64: bool) -> bytes | None:
+def key_of(partition_key: str | bytes, b64: bool) -> bytes | None:
     """The message key as bytes (Pulsar base64-encodes binary keys and says so)."""
     if not partition_key:
         return None
+    if isinstance(partition_key, bytes):  # not UTF-8: the runtime gives the raw bytes
+        return partition_key
     if b64:
         try:
             return base64.b64decode(partition_key, validate=True)

@@ -111,7 +111,14 @@ def to_dict(msg: Message, show_secrets: bool = False, depth: int = 0, max_depth:
     return out
 
 
+def text(v: str | bytes) -> str:
+    """A proto2 string field as str: the runtime hands back bytes when they are not UTF-8."""
+    return v.decode("utf-8", "replace") if isinstance(v, (bytes, bytearray)) else v
+
+
 def _value(fd: FieldDescriptor, v: Any, show_secrets: bool, depth: int, max_depth: int) -> Any:
+    if fd.type == FieldDescriptor.TYPE_STRING:
+        return text(v)
     if fd.type == FieldDescriptor.TYPE_MESSAGE:
         return to_dict(v, show_secrets, depth + 1, max_depth)
     if fd.type == FieldDescriptor.TYPE_ENUM:

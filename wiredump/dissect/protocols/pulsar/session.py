@@ -80,6 +80,10 @@ def partition_of(topic: str | None) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def _raw(v: str | bytes) -> bytes:
+    return v if isinstance(v, bytes) else v.encode()
+
+
 def _other(role: str) -> str:
     return SERVER if role == CLIENT else CLIENT
 
@@ -445,22 +449,22 @@ class PulsarSession(Session):
         elif t == PRODUCER:
             self.producers.put(
                 sub.producer_id,
-                {"topic": sub.topic, "producer_name": sub.producer_name or None, "request": f},
+                {"topic": schema.text(sub.topic), "producer_name": schema.text(sub.producer_name) or None},
             )
         elif t == PRODUCER_SUCCESS:
             req = extra.get("request")
             if req is not None and req.type == "PRODUCER":
                 p = self.producers.get(req.fields["command"].get("producer_id"))
                 if p is not None:
-                    p["producer_name"] = sub.producer_name
+                    p["producer_name"] = schema.text(sub.producer_name)
                     extra["topic"] = p["topic"]
         elif t == SUBSCRIBE:
             self.consumers.put(
                 sub.consumer_id,
                 {
-                    "topic": sub.topic,
-                    "subscription": sub.subscription,
-                    "consumer_name": sub.consumer_name or None,
+                    "topic": schema.text(sub.topic),
+                    "subscription": schema.text(sub.subscription),
+                    "consumer_name": schema.text(sub.consumer_name) or None,
                     "permits": 0,
                     "delivered": 0,
                     "acked": 0,
@@ -554,14 +558,15 @@ class PulsarSession(Session):
         checksum_ok = sec.checksum_ok
         chunk_note = ""
         chunk_detail: dict[str, Any] = {}
+        uuid = schema.text(meta.uuid)
         if meta.HasField("uuid") and meta.num_chunks_from_msg > 1:
             fields["chunk"] = {
-                "uuid": meta.uuid,
+                "uuid": uuid,
                 "chunk_id": meta.chunk_id,
                 "num_chunks": meta.num_chunks_from_msg,
                 "total_chunk_msg_size": meta.total_chunk_msg_size,
             }
-            key = (role, sub.consumer_id if t == MESSAGE else None, meta.producer_name, meta.uuid)
+            key = (role, sub.consumer_id if t == MESSAGE else None, schema.text(meta.producer_name), uuid)
             f.context["message_id"] = schema.message_id_str(mid) if mid is not None else None
             joined, problems = self.chunks.add(
                 key, meta.chunk_id, meta.num_chunks_from_msg, meta.total_chunk_msg_size, body, checksum_ok, f
@@ -571,17 +576,17 @@ class PulsarSession(Session):
             if joined is None:
                 extra["payload_line"] = (
                     f"{who} {topic or ''} chunk {meta.chunk_id + 1}/{meta.num_chunks_from_msg} "
-                    f"of {meta.uuid} ({len(body)} bytes)"
+                    f"of {uuid} ({len(body)} bytes)"
                 ).replace("  ", " ")
                 return
             if joined.problem:
-                f.anomalies.append(Anomaly("malformed", f"chunked message {meta.uuid}: {joined.problem}"))
+                f.anomalies.append(Anomaly("malformed", f"chunked message {uuid}: {joined.problem}"))
             body = joined.payload
             checksum_ok = joined.checksum_ok
             earlier = [fr for fr in joined.frames if fr is not f]
             chunk_detail = {
                 "chunks": joined.chunks,
-                "uuid": meta.uuid,
+                "uuid": uuid,
                 "chunk_packets": [getattr(fr, "packet", 0) for fr in earlier],
             }
             first = joined.frames[0]
@@ -602,7 +607,10 @@ class PulsarSession(Session):
         if unpacked.compression:
             fields["decompressed_size"] = unpacked.size
 
-        base_detail: dict[str, Any] = {"producer_name": meta.producer_name, "sequence_id": meta.sequence_id}
+        base_detail: dict[str, Any] = {
+            "producer_name": schema.text(meta.producer_name),
+            "sequence_id": meta.sequence_id,
+        }
         if meta.HasField("event_time") and meta.event_time:
             base_detail["event_time"] = meta.event_time
         if t == MESSAGE:
@@ -614,7 +622,7 @@ class PulsarSession(Session):
             base_detail["broker_entry_metadata"] = fields["broker_entry_metadata"]
         if unpacked.encrypted:
             base_detail["encrypted"] = True
-            base_detail["encryption_algo"] = meta.encryption_algo or None
+            base_detail["encryption_algo"] = schema.text(meta.encryption_algo) or None
         if not unpacked.decompressed and not unpacked.encrypted:
             base_detail["decompressed"] = False
         base_detail.update(chunk_detail)
@@ -658,7 +666,7 @@ class PulsarSession(Session):
             message_id = None
             if mid is not None:
                 message_id = schema.message_id_str(mid, e.batch_index, partition)
-            headers = [(kv.key, kv.value.encode()) for kv in props] or None
+            headers = [(schema.text(kv.key), _raw(kv.value)) for kv in props] or None
             value = None if detail.get("null_value") else e.value
             total_bytes += e.value_size
             f.messages.append(
