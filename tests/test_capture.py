@@ -60,6 +60,7 @@ def test_pcap_microseconds(tmp_path: Path, endian: str) -> None:
     assert [g.data for g in got] == [x.data for x in recs]
     assert all(g.linktype == ETHERNET and g.orig_len == len(g.data) for g in got)
     assert r.truncated is None and r.name == str(p)
+    assert r.bytes_read == p.stat().st_size
 
 
 @pytest.mark.parametrize("endian", ["<", ">"])

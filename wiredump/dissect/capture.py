@@ -30,7 +30,7 @@ CHUNK = 1 << 20
 """Bytes read from the file at a time."""
 GZIP_OUT_CHUNK = 4 << 20
 """Most bytes one gzip step may inflate to, so a compression bomb cannot blow up memory."""
-MAX_RECORD = 64 << 20
+MAX_RECORD = 16 << 20
 """A record claiming more than this is treated as corruption, not buffered."""
 
 PCAP_MAGIC_US = 0xA1B2C3D4
@@ -65,8 +65,12 @@ class Record:
     orig_len: int  # length on the wire (> len(data) when the snap length cut it)
 
 
-def _chunks_from_file(f: BinaryIO, first: bytes, interactive: bool) -> Iterator[bytes]:
-    """Raw chunks: `first` (already read to sniff the magic), then the rest of the stream."""
+def _chunks_from_file(f: BinaryIO, first: bytes, interactive: bool, counter: list[int]) -> Iterator[bytes]:
+    """Raw chunks: `first` (already read to sniff the magic), then the rest of the stream.
+
+    `counter[0]` adds up the bytes read, for progress reports.
+    """
+    counter[0] = len(first)
     if first:
         yield first
     read = f.read1 if interactive and hasattr(f, "read1") else f.read
@@ -74,6 +78,7 @@ def _chunks_from_file(f: BinaryIO, first: bytes, interactive: bool) -> Iterator[
         b = read(CHUNK)
         if not b:
             return
+        counter[0] += len(b)
         yield b
 
 
@@ -127,6 +132,7 @@ class CaptureReader:
         self.format = ""
         self.linktype: int | None = None  # pcap only: the file's single link type
         self._file: BinaryIO | None = None
+        self._consumed = [0]
         self._iterated = False
         self._open()
 
@@ -165,7 +171,7 @@ class CaptureReader:
         if not first:
             self.close()
             raise CaptureError(f"{self.name}: is empty, not a capture")
-        raw = _chunks_from_file(f, first, interactive)
+        raw = _chunks_from_file(f, first, interactive, self._consumed)
         if first[:2] == GZIP_MAGIC:
             self.gzipped = True
             chunks = _gunzip(raw)
@@ -465,6 +471,14 @@ class CaptureReader:
             p += (olen + 3) & ~3
         mult, div, shift = _ts_scale(resol)
         return (lt, mult, div, shift, offset_s * 1_000_000, snap)
+
+    @property
+    def bytes_read(self) -> int:
+        """Bytes taken from the file or stdin so far (compressed bytes for gzip): for progress bars.
+
+        Runs up to one read chunk ahead of the records yielded.
+        """
+        return self._consumed[0]
 
     # -- resources -----------------------------------------------------------------------------------
     def close(self) -> None:
