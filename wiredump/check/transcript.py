@@ -230,21 +230,25 @@ class TranscriptBuilder:
 
     def __init__(self, config: Config) -> None:
         self.config = config
-        self.conns: dict[tuple[str, int], ConnTranscript] = {}
-        self._n: Counter[tuple[str, int, str]] = Counter()
+        self.conns: dict[tuple[int, int], ConnTranscript] = {}
+        self._n: Counter[tuple[int, int, str]] = Counter()
+        self._capture_no = 0
+        """Counts captures, so a capture given twice gives two sets of connections."""
 
     def feed(self, ev: Any) -> None:
         if ev.kind == "frame":
             self.frame(ev.capture, ev.obj)
+        elif ev.kind == "capture_end":
+            self._capture_no += 1
         elif ev.kind == "connection":
             c = ev.obj
-            t = self.conns.get((ev.capture, c.stream))
+            t = self.conns.get((self._capture_no, c.stream))
             if t is not None:
                 t.port = c.server_port
                 t.state = c.state
 
     def frame(self, capture: str, f: Frame) -> None:
-        key = (capture, f.stream)
+        key = (self._capture_no, f.stream)
         t = self.conns.get(key)
         if t is None:
             t = self.conns[key] = ConnTranscript(f.protocol, capture=capture, stream=f.stream)
@@ -259,11 +263,11 @@ class TranscriptBuilder:
         data = entry_of(f, fields)
         k = entry_key(data)
         side = t.side(f.role)
-        self._n[(capture, f.stream, f.role)] += 1
+        n = self._n[(self._capture_no, f.stream, f.role)] = self._n[(self._capture_no, f.stream, f.role)] + 1
         if side and side[-1].key == k:
             side[-1].count += 1
             return
-        side.append(Entry(data, k, 1, f.packet, self._n[(capture, f.stream, f.role)]))
+        side.append(Entry(data, k, 1, f.packet, n))
 
     def transcripts(self) -> list[ConnTranscript]:
         out = [t for t in self.conns.values() if t.client or t.server]

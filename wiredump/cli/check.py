@@ -170,19 +170,24 @@ def check(
     elif ignore or include or skip:
         raise UsageError("--ignore, --include and --skip apply to --baseline")
 
-    suites: dict[str, SuiteEvaluator] = {}
+    suites: dict[object, SuiteEvaluator] = {}
+    capture_no = 0  # a capture given twice is judged twice, as two suites
     for ev in dissect(captures, options):
-        if ev.kind == CAPTURE_END:
-            _warn_truncated(ev)
-            continue
-        if ruleset is not None:
-            name = "all captures" if combined else ev.capture
-            s = suites.get(name)
-            if s is None:
-                s = suites[name] = SuiteEvaluator(ruleset, name)
-            s.feed(ev)
         if builder is not None:
             builder.feed(ev)
+        if ev.kind == CAPTURE_END:
+            _warn_truncated(ev)
+            capture_no += 1
+            continue
+        if ruleset is not None:
+            key: object = "all captures" if combined else capture_no
+            s = suites.get(key)
+            if s is None:
+                name = "all captures" if combined else ev.capture
+                if any(x.suite == name for x in suites.values()):
+                    name = f"{name} (#{capture_no + 1})"
+                s = suites[key] = SuiteEvaluator(ruleset, name)
+            s.feed(ev)
     if ruleset is not None and not suites:
         for c in captures if not combined else ["all captures"]:
             suites[c] = SuiteEvaluator(ruleset, c)

@@ -1,0 +1,329 @@
+"""`wiredump check` / `wiredump baseline` on real captures.
+
+Expected packet numbers, streams and counts come from the independent decodes beside
+the captures (`*.pdus.tsv`, `*.summary.json`), and the damaged / re-run captures are
+made here by editing the pcap bytes with a small reader of our own (not wiredump's).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import struct
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from wiredump.cli.app import main
+
+DATA = Path(__file__).parent / "data" / "check"
+
+
+# -- a tiny classic-pcap editor (Ethernet + IPv4 + TCP), independent of wiredump -----------------
+class Pcap:
+    def __init__(self, path: Path) -> None:
+        raw = path.read_bytes()
+        magic = raw[:4]
+        self.e = "<" if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+        assert struct.unpack(self.e + "I", magic)[0] in (0xA1B2C3D4, 0xA1B23C4D)
+        assert struct.unpack(self.e + "I", raw[20:24])[0] == 1, "Ethernet captures only"
+        self.header = raw[:24]
+        self.records: list[list] = []  # [ts_sec, ts_frac, orig_len, bytearray]
+        pos = 24
+        while pos + 16 <= len(raw):
+            sec, frac, incl, orig = struct.unpack(self.e + "IIII", raw[pos : pos + 16])
+            self.records.append([sec, frac, orig, bytearray(raw[pos + 16 : pos + 16 + incl])])
+            pos += 16 + incl
+
+    def tcp(self, number: int) -> tuple[int, int, int, int]:
+        """(payload offset, payload length, sport, dport) of 1-based packet `number`."""
+        d = self.records[number - 1][3]
+        assert d[12:14] == b"\x08\x00"
+        ihl = (d[14] & 0x0F) * 4
+        total = struct.unpack(">H", d[16:18])[0]
+        assert d[23] == 6
+        t = 14 + ihl
+        sport, dport = struct.unpack(">HH", d[t : t + 4])
+        doff = (d[t + 12] >> 4) * 4
+        return t + doff, 14 + total - (t + doff), sport, dport
+
+    def set_ports(self, number: int, sport: int, dport: int) -> None:
+        d = self.records[number - 1][3]
+        t = 14 + (d[14] & 0x0F) * 4
+        d[t : t + 4] = struct.pack(">HH", sport, dport)
+
+    def write(self, path: Path) -> Path:
+        out = bytearray(self.header)
+        for sec, frac, orig, d in self.records:
+            out += struct.pack(self.e + "IIII", sec, frac, len(d), max(orig, len(d))) + d
+        path.write_bytes(bytes(out))
+        return path
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    try:
+        main(argv)
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def pdus(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh, delimiter="\t"))
+
+
+def forbid_rules(tmp_path: Path) -> Path:
+    p = tmp_path / "forbid.yaml"
+    p.write_text("forbid: [bad_checksum]\n")
+    return p
+
+
+# -- rules ------------------------------------------------------------------------------------------
+def test_kafka_bad_checksum_fails_and_names_the_packet(
+    captures: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = captures / "kafka" / "kafka-python-basic.pcap"
+    rows = pdus(captures / "kafka" / "kafka-python-basic.pdus.tsv")
+    # The first Produce request, whole in one segment (independent decode).
+    produce = next(
+        r for r in rows if r["api_name"] == "Produce" and r["dir"] == "req" and r["segments"] == "1"
+    )
+    packet, stream, length = int(produce["last_frame"]), int(produce["stream"]), int(produce["length"])
+    assert (packet, stream) == (45, 3)
+    pcap = Pcap(src)
+    off, size, _, dport = pcap.tcp(packet)
+    assert dport == 9092 and size == 4 + length  # the packet holds exactly this PDU (size prefix + body)
+    # 20 bytes before the end of the request: inside the value of the last record of the
+    # batch (after it come only the record's header count and 3 tagged-field bytes).
+    pcap.records[packet - 1][3][off + size - 20] ^= 0x5A
+    bad = pcap.write(tmp_path / "bad.pcap")
+
+    code, out, err = run(["check", str(bad), "--rules", str(forbid_rules(tmp_path))], capsys)
+    assert code == 1, out + err
+    assert "FAIL forbid bad_checksum" in out
+    assert f"packet {packet} stream {stream} kafka.Produce (client)" in out
+
+    code, out, _ = run(["check", str(src), "--rules", str(forbid_rules(tmp_path))], capsys)
+    assert code == 0 and "PASS forbid bad_checksum" in out
+
+
+def test_pulsar_bad_checksum_json_names_the_packet(
+    captures: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = captures / "pulsar" / "s01-producer-nobatch.pcap"
+    summary = json.loads((captures / "pulsar" / "s01-producer-nobatch.summary.json").read_text())
+    send = summary["payload_frames"][10]
+    assert send["type"] == "SEND" and send["packets"][0] == send["packets"][1] and send["checksum_ok"]
+    packet = send["packets"][0]
+    pcap = Pcap(src)
+    off, size, _, _ = pcap.tcp(packet)
+    # One frame per packet here: 4-byte total size + total_size bytes; the payload ends it.
+    assert size == send["total_size"] + 4
+    pcap.records[packet - 1][3][off + size - 1] ^= 0x01
+    bad = pcap.write(tmp_path / "bad.pcap")
+
+    code, out, _ = run(["check", str(bad), "--rules", str(forbid_rules(tmp_path)), "--json"], capsys)
+    assert code == 1
+    doc = json.loads(out)
+    assert doc["passed"] is False and doc["failed"] == 1
+    (check,) = doc["suites"][0]["checks"]
+    assert check["rule"] == "forbid bad_checksum" and check["passed"] is False
+    offenders = check["offenders"]
+    assert [(o["packet"], o["stream"], o["protocol"], o["type"], o["role"]) for o in offenders] == [
+        (packet, 0, "pulsar", "SEND", "client")
+    ]
+
+
+def test_clean_capture_passes_full_rules(captures: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = captures / "kafka" / "kafka-python-basic.pcap"
+    rows = pdus(captures / "kafka" / "kafka-python-basic.pdus.tsv")
+    produces = sum(1 for r in rows if r["api_name"] == "Produce" and r["dir"] == "req")
+    fetches = sum(1 for r in rows if r["api_name"] == "Fetch" and r["dir"] == "req")
+    code, out, err = run(["check", str(src), "--rules", str(DATA / "rules-clean.yaml")], capsys)
+    assert code == 0, out + err
+    assert "FAIL" not in out
+    # Frame counts as the independent decode has them (one per exchange).
+    assert f"expect kafka.Produce: {produces} frames" in out
+    assert f"expect kafka.Fetch: {fetches} frames" in out
+
+
+def test_rules_failures_name_packets(
+    captures: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = captures / "kafka" / "kafka-python-basic.pcap"
+    rows = pdus(captures / "kafka" / "kafka-python-basic.pdus.tsv")
+    fetch_req = [r for r in rows if r["api_name"] == "Fetch" and r["dir"] == "req"]
+    rules = tmp_path / "r.yaml"
+    rules.write_text(
+        "versions:\n  kafka.Fetch: {max: 11}\n"
+        "expect:\n  kafka.Produce: {max: 2}\n  pulsar.*: {min: 1}\n"
+        "latency_ms:\n  kafka.*: {max: 0}\n"
+    )
+    code, out, _ = run(["check", str(src), "--rules", str(rules), "--no-color"], capsys)
+    assert code == 1
+    assert f"FAIL versions kafka.Fetch: {len(fetch_req)} of {len(fetch_req)} frames not ≤ 11" in out
+    first = fetch_req[0]
+    assert f"packet {first['last_frame']} stream {first['stream']} kafka.Fetch (client): version 12" in out
+    assert "FAIL expect pulsar.*: 0 frames" in out
+    # Produce requests beyond the second one are listed (independent: packets of the 3rd request).
+    produce_req = [r for r in rows if r["api_name"] == "Produce" and r["dir"] == "req"]
+    assert f"packet {produce_req[2]['last_frame']} stream 3 kafka.Produce (client)" in out
+    assert "FAIL latency_ms kafka.*" in out
+
+
+def test_junit_shape(captures: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = captures / "kafka" / "kafka-python-basic.pcap"
+    rules = tmp_path / "r.yaml"
+    rules.write_text("forbid: [bad_checksum, malformed]\nexpect:\n  kafka.Produce: {max: 2}\n")
+    base = tmp_path / "b.yaml"
+    assert (
+        run(["baseline", str(captures / "pulsar" / "s01-producer-nobatch.pcap"), "-o", str(base)], capsys)[0]
+        == 0
+    )
+    junit = tmp_path / "report.xml"
+    code, _, _ = run(
+        ["check", str(src), "--rules", str(rules), "--baseline", str(base), "--junit", str(junit)], capsys
+    )
+    assert code == 1
+    root = ET.parse(junit).getroot()
+    assert root.tag == "testsuites"
+    suites = root.findall("testsuite")
+    assert [s.get("name") for s in suites] == [str(src), f"baseline {base}"]
+    total = failures = 0
+    for s in suites:
+        cases = s.findall("testcase")
+        assert int(s.get("tests")) == len(cases)
+        assert int(s.get("failures")) == sum(1 for c in cases if c.find("failure") is not None)
+        for c in cases:
+            assert c.get("name") and c.get("classname") and c.get("time") is not None
+            assert set(ch.tag for ch in c) <= {"failure", "system-out"}
+        total += len(cases)
+        failures += int(s.get("failures"))
+    assert int(root.get("tests")) == total and int(root.get("failures")) == failures
+    rule_cases = {c.get("name"): c for c in suites[0].findall("testcase")}
+    assert set(rule_cases) == {"forbid bad_checksum", "forbid malformed", "expect kafka.Produce"}
+    assert rule_cases["forbid bad_checksum"].find("failure") is None
+    f = rule_cases["expect kafka.Produce"].find("failure")
+    assert f is not None and "5 frames" in f.get("message") and "packet 50" in f.text
+    # Baseline: the pulsar connection is missing, the kafka connections are unexpected.
+    base_cases = suites[1].findall("testcase")
+    assert all(c.find("failure") is not None for c in base_cases)
+    assert "missing" in base_cases[0].find("failure").get("message")
+
+
+# -- baselines --------------------------------------------------------------------------------------
+def rerun(src: Path, dst: Path) -> Path:
+    """The same traffic as a second run would show it: every client port changed, every
+    timestamp moved a day on with growing delays, and the first connection moved to the end
+    of the file (so stream numbers and interleaving differ)."""
+    pcap = Pcap(src)
+    servers = {9092, 6650, 1234, 11000, 12345}
+    first_conn = None
+    moved, kept = [], []
+    for i in range(1, len(pcap.records) + 1):
+        _, _, sport, dport = pcap.tcp(i)
+        client, server = (sport, dport) if dport in servers else (dport, sport)
+        if first_conn is None:
+            first_conn = client
+        new = 20000 + (client * 7) % 40000
+        if dport in servers:
+            pcap.set_ports(i, new, dport)
+        else:
+            pcap.set_ports(i, sport, new)
+        (moved if client == first_conn else kept).append(pcap.records[i - 1])
+    pcap.records = kept + moved
+    for n, rec in enumerate(pcap.records):
+        rec[0] += 86400
+        rec[1] = (rec[1] + n * 997) % 1_000_000
+    return pcap.write(dst)
+
+
+def test_baseline_passes_on_own_capture_and_rerun(
+    captures: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = captures / "kafka" / "kafka-python-basic.pcap"
+    base = tmp_path / "golden.yaml"
+    code, _, err = run(["baseline", str(src), "-o", str(base)], capsys)
+    assert code == 0, err
+    text = base.read_text()
+    # 7 connections (independent decode: streams 0..6), each opening with ApiVersions.
+    streams = {r["stream"] for r in pdus(captures / "kafka" / "kafka-python-basic.pdus.tsv")}
+    assert len(streams) == 7 and text.count("- protocol: kafka") == 7
+    assert text.count("opens_with: [ApiVersions") == 7
+    assert "9092" not in text and "correlation" not in text  # ports and ids left out
+    code, out, _ = run(["check", str(src), "--baseline", str(base)], capsys)
+    assert code == 0, out
+
+    again = rerun(src, tmp_path / "rerun.pcap")
+    p1, p2 = Pcap(src), Pcap(again)
+    assert p1.tcp(1)[2:] != p2.tcp(1)[2:]  # the run starts on another connection, other ports
+    code, out, _ = run(["check", str(again), "--baseline", str(base)], capsys)
+    assert code == 0, out
+    # Writing the baseline again from the re-run gives the same file byte for byte.
+    base2 = tmp_path / "golden2.yaml"
+    run(["baseline", str(again), "-o", str(base2)], capsys)
+    assert base2.read_text() == text
+
+
+def test_baseline_passes_on_real_rerun_with_other_codec(
+    captures: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lz4 = captures / "pulsar" / "s03-compression-lz4.pcap"
+    snappy = captures / "pulsar" / "s03-compression-snappy.pcap"
+    s1 = json.loads((captures / "pulsar" / "s03-compression-lz4.summary.json").read_text())
+    s2 = json.loads((captures / "pulsar" / "s03-compression-snappy.summary.json").read_text())
+    assert s1["connections"][0]["client"] != s2["connections"][0]["client"]  # other port
+    assert s1["command_counts"] == s2["command_counts"]
+    base = tmp_path / "golden.json"
+    assert run(["baseline", str(lz4), "-o", str(base)], capsys)[0] == 0
+    json.loads(base.read_text())  # the JSON form is valid JSON
+    # The topic names carry the codec's name, so they are left out for this comparison.
+    code, out, _ = run(["check", str(snappy), "--baseline", str(base), "--ignore", "topics"], capsys)
+    assert code == 0, out
+    code, out, _ = run(["check", str(snappy), "--baseline", str(base)], capsys)
+    assert code == 1 and "s03-compressed-snappy" in out
+
+
+def test_baseline_fails_on_other_scenario_naming_first_difference(
+    captures: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nobatch = captures / "pulsar" / "s01-producer-nobatch.pcap"
+    batching = captures / "pulsar" / "s02-producer-batching.pcap"
+    s2 = json.loads((captures / "pulsar" / "s02-producer-batching.summary.json").read_text())
+    first_send = s2["payload_frames"][0]
+    assert first_send["type"] == "SEND"
+    # Independent: both runs open CONNECT, PARTITIONED_METADATA, LOOKUP, PRODUCER; s01 then
+    # sends single messages, s02 a batch of 40 — the first difference is s02's first SEND.
+    s2_client = [f["type"] for f in s2["frames"] if f["dir"] == "c2s"]
+    assert s2_client[:5] == ["CONNECT", "PARTITIONED_METADATA", "LOOKUP", "PRODUCER", "SEND"]
+    base = tmp_path / "golden.yaml"
+    assert run(["baseline", str(nobatch), "-o", str(base), "--ignore", "topics"], capsys)[0] == 0
+    code, out, _ = run(["check", str(batching), "--baseline", str(base)], capsys)
+    assert code == 1
+    line = next(x for x in out.splitlines() if "FAIL connection 1" in x)
+    n = first_send["num_messages_in_batch"]
+    assert (
+        f"first difference: client entry 5 (packet {first_send['packets'][1]}, frame 5): "
+        f"expected SEND messages=1 ×100; came SEND messages={n}" in line
+    )
+
+
+def test_baseline_missing_and_unexpected_connections(
+    captures: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tank = captures / "tank" / "t01-basic.pcap"
+    pulsar = captures / "pulsar" / "s01-producer-nobatch.pcap"
+    base = tmp_path / "golden.yaml"
+    assert run(["baseline", str(tank), str(pulsar), "-o", str(base)], capsys)[0] == 0
+    code, out, _ = run(["check", str(tank), "--baseline", str(base), "--json"], capsys)
+    assert code == 1
+    doc = json.loads(out)
+    checks = doc["suites"][0]["checks"]
+    failed = [c for c in checks if not c["passed"]]
+    assert len(failed) == 1 and "pulsar" in failed[0]["rule"] and "missing" in failed[0]["message"]
+    code, out, _ = run(["check", str(tank), str(pulsar), str(pulsar), "--baseline", str(base), "-q"], capsys)
+    assert code == 1 and "FAIL no unexpected connections: 1 connection not in the baseline" in out
