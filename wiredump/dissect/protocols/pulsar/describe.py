@@ -96,16 +96,17 @@ def line(type_name: str, cmd: dict[str, Any], extra: dict[str, Any]) -> str:
         if resp == "Failed":
             return _short(f"Failed {g('error')}: {g('message', '')}")
         url = g("brokerServiceUrl") or g("brokerServiceUrlTls") or "?"
-        arrow = "→ redirect to" if resp == "Redirect" else "→ connect to"
         auth = " (authoritative)" if g("authoritative") else ""
         proxy = " through proxy" if g("proxy_through_service_url") else ""
-        return _short(f"{resp} {arrow} {url}{auth}{proxy}")
+        topic = f"{extra['topic']} " if extra.get("topic") else ""
+        return _short(f"{topic}{resp} → {url}{auth}{proxy}")
     if t == "PARTITIONED_METADATA":
         return _short(str(g("topic")))
     if t == "PARTITIONED_METADATA_RESPONSE":
         if g("response") == "Failed":
             return _short(f"Failed {g('error')}: {g('message', '')}")
-        return f"partitions={g('partitions', 0)}"
+        topic = f"{extra['topic']} " if extra.get("topic") else ""
+        return _short(f"{topic}partitions={g('partitions', 0)}")
     if t in ("CLOSE_PRODUCER", "CLOSE_CONSUMER"):
         who = "producer_id" if t == "CLOSE_PRODUCER" else "consumer_id"
         s = f"{who}={g(who)}" + (f" topic={extra['topic']}" if extra.get("topic") else "")
