@@ -231,10 +231,19 @@ def test_reply_without_request() -> None:
     assert [(e.status, e.type) for e in out.exchanges] == [("no_request", "SegmentCreated")]
 
 
-def test_reply_of_the_wrong_type_does_not_pair() -> None:
-    """Same request id, but SegmentSealed does not answer a ReadSegment."""
+def test_reply_of_an_unexpected_type_pairs_by_request_id_and_is_flagged() -> None:
+    """Request ids are unique per flow: SegmentSealed with a ReadSegment's id answers it, oddly."""
     out = run(c(read_segment(4, 0)), sv(cmd(29, i64(4) + s(SEG))))
-    assert out.one("SegmentSealed").peer_packet is None
+    rep = out.one("SegmentSealed")
+    assert rep.peer_packet == 1
+    assert [a.kind for a in rep.anomalies] == ["unexpected_reply"]
+    assert [(e.type, e.status) for e in out.exchanges] == [("ReadSegment", "answered")]
+
+
+def test_append_ack_never_pairs_by_request_id_alone() -> None:
+    """A DataAppended for an append never seen does not take the SetupAppend sharing its id."""
+    out = run(c(setup_append(1)), sv(data_appended(9, 8, 1, 100)))
+    assert out.one("DataAppended").peer_packet is None
     assert sorted(e.status for e in out.exchanges) == ["no_request", "unanswered"]
 
 

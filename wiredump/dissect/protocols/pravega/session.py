@@ -75,6 +75,7 @@ from wiredump.dissect.wire import Cursor, Short
 PROTOCOL = "pravega"
 _HDR = struct.Struct(">ii")
 APPEND_TYPES = frozenset({"AppendBlockEnd", "ConditionalAppend", "ConditionalBlockEnd"})
+APPEND_REPLIES = frozenset({"DataAppended", "ConditionalCheckFailed"})
 DATA_VIEW = 1024
 """Bytes of a data blob kept in `fields` (all of it goes to messages; `-x` shows the frame)."""
 RESYNC_DECODE_MAX = 64 * 1024
@@ -456,9 +457,15 @@ class PravegaSession(Session):
                 fields["writer_id"], fields["event_number"] - 1, fields["event_number"]
             )
         if not reqs and rid is not None and rid != -1:
-            req = self._by_request_id(rid, cmd)
+            req, expected = self._by_request_id(rid, cmd)
             if req is not None:
                 reqs = [req]
+                if not expected:
+                    f.anomalies.append(
+                        Anomaly(
+                            "unexpected_reply", f"{name} is not a reply {req.type} expects (request id {rid})"
+                        )
+                    )
         if not reqs and name == "InvalidEventNumber":
             n = fields.get("event_number", -1)
             reqs = self._acked_appends(fields["writer_id"], n - 1, n) if n != -1 else []
@@ -503,17 +510,30 @@ class PravegaSession(Session):
             self._forget(req)
         return out
 
-    def _by_request_id(self, rid: int, cmd: Command) -> Frame | None:
-        """The oldest outstanding request with this request id that `cmd` answers."""
+    def _by_request_id(self, rid: int, cmd: Command) -> tuple[Frame | None, bool]:
+        """The oldest outstanding request with this request id that `cmd` answers.
+
+        Request ids are unique per flow, so when no outstanding request expects this
+        reply type, the oldest non-append request with the id is still its request
+        (returned with False: the reply is not one the request expects). Append
+        acknowledgements never take that fallback; they pair by writer and event number.
+        """
+        fallback = None
         for req in list(self._by_rid.get(rid, ())):
             if _dead(req):
                 self._forget(req)
                 continue
             req_cmd = COMMANDS.get(req.type_code)
-            if req_cmd is not None and (cmd.failure or cmd.name in req_cmd.replies):
+            if req_cmd is None:
+                continue
+            if cmd.failure or cmd.name in req_cmd.replies:
                 self._forget(req)
-                return req
-        return None
+                return req, True
+            if fallback is None and req.type not in APPEND_TYPES and cmd.name not in APPEND_REPLIES:
+                fallback = req
+        if fallback is not None:
+            self._forget(fallback)
+        return fallback, False
 
     def _forget(self, req: Frame) -> None:
         """Drop a request from both indexes (answered, or given up by the correlator)."""
