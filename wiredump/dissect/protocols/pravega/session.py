@@ -181,12 +181,18 @@ class PravegaSession(Session):
         cmd = COMMANDS.get(code)
         f = Frame(protocol=PROTOCOL, type=cmd.name if cmd else f"Unknown({code})", type_code=code)
         if len(data) < HEADER_SIZE:
+            if cmd is not None:
+                f.kind = _kind(cmd, role)
             f.summary = f"cut after {len(data)} header bytes"
             return [f]
         length = _HDR.unpack_from(data, 0)[1]
         if cmd is None:
             f.kind = EVENT
-            f.fields = {"type_code": code, "length": length}
+            f.fields = {
+                "type_code": code,
+                "length": length,
+                "payload": data[HEADER_SIZE : HEADER_SIZE + DATA_VIEW],
+            }
             f.flag(
                 UNKNOWN_TYPE,
                 "unknown_type",
@@ -221,7 +227,7 @@ class PravegaSession(Session):
         rid = fields.get("request_id")
         if isinstance(rid, int) and "request_id" not in absent:
             f.correlation_id = rid
-            if rid >> 32:
+            if rid > 0xFFFFFFFF:  # Flow.asLong(): flow id in the high 32 bits
                 fields["flow"] = {"flow_id": rid >> 32, "sequence": rid & 0x0FFFFFFF}
         if cmd.failure:
             f.error = cmd.name
