@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from wiredump.dissect.packet import SUPPORTED_LINKTYPES
+from wiredump.dissect.packet import LINKTYPE_NAMES, SUPPORTED_LINKTYPES
 
 __all__ = ["CaptureError", "Record", "CaptureReader", "open_capture"]
 
@@ -48,6 +48,12 @@ BT_EPB = 6
 OPT_END = 0
 OPT_IF_TSRESOL = 9
 OPT_IF_TSOFFSET = 14
+
+
+_SUPPORTED_TEXT = "supported: " + ", ".join(
+    f"{name} {'/'.join(str(k) for k, v in LINKTYPE_NAMES.items() if v == name)}"
+    for name in dict.fromkeys(LINKTYPE_NAMES.values())
+)
 
 
 class CaptureError(Exception):
@@ -141,7 +147,10 @@ class CaptureReader:
         path = self.path
         interactive = False
         if path == "-":
-            f: BinaryIO = sys.stdin.buffer
+            stdin = getattr(sys.stdin, "buffer", None)
+            if stdin is None:
+                raise CaptureError("stdin: no standard input to read a capture from")
+            f: BinaryIO = stdin
             interactive = True
         else:
             try:
@@ -227,7 +236,7 @@ class CaptureReader:
                 self.linktype = lt
                 if lt not in SUPPORTED_LINKTYPES:
                     self.close()
-                    raise CaptureError(f"{self.name}: link type {lt} is not supported")
+                    raise CaptureError(f"{self.name}: link type {lt} is not supported ({_SUPPORTED_TEXT})")
                 return
         self.close()
         raise CaptureError(f"{self.name}: not a pcap or pcapng capture")
@@ -244,6 +253,8 @@ class CaptureReader:
                 yield from self._pcapng_records()
         except (zlib.error, EOFError) as e:
             self.truncated = f"damaged gzip data after packet {self.records} ({e})"
+        except struct.error:  # a field beyond its block: corrupt input, never a traceback
+            self.truncated = f"corrupt capture data after packet {self.records}"
         except OSError as e:
             self.truncated = f"read error after packet {self.records} ({e.strerror or e})"
         finally:
@@ -325,13 +336,14 @@ class CaptureReader:
         number = 0
         endian = "<"
         u32 = struct.Struct("<I")
+        bhdr = struct.Struct("<II")
         epb = struct.Struct("<IIIII")
         # per interface: (linktype, mult, div, shift, offset_us, snaplen)
         ifaces: list[tuple[int, int, int, int, int, int]] = []
         supported = SUPPORTED_LINKTYPES
         while True:
             while pos + 12 <= n:
-                btype, blen = struct.unpack_from(endian + "II", buf, pos)
+                btype, blen = bhdr.unpack_from(buf, pos)
                 if btype == PCAPNG_SHB:
                     bom = buf[pos + 8 : pos + 12]
                     endian = "<" if bom == b"\x4d\x3c\x2b\x1a" else ">" if bom == b"\x1a\x2b\x3c\x4d" else ""
@@ -341,6 +353,7 @@ class CaptureReader:
                         return
                     blen = struct.unpack_from(endian + "I", buf, pos + 4)[0]
                     u32 = struct.Struct(endian + "I")
+                    bhdr = struct.Struct(endian + "II")
                     epb = struct.Struct(endian + "IIIII")
                 if blen < 12 or blen & 3 or blen > MAX_RECORD:
                     self.truncated = f"corrupt pcapng block (length {blen}) after packet {number}"
@@ -373,6 +386,10 @@ class CaptureReader:
                         yield Record(number, ts_us, lt, buf[pos + 28 : pos + 28 + caplen], origlen)
                 elif btype == BT_SPB:
                     number += 1
+                    if blen < 16:
+                        self.truncated = f"corrupt pcapng packet block (packet {number})"
+                        self.records = number - 1
+                        return
                     if not ifaces:
                         self.truncated = f"packet {number} names interface 0, which was never described"
                         self.records = number - 1
@@ -409,6 +426,10 @@ class CaptureReader:
                         ts_us = ((((hi << 32) | lo) * mult) >> shift) // div + offset_us
                         yield Record(number, ts_us, lt, buf[pos + 28 : pos + 28 + caplen], origlen)
                 elif btype == BT_IDB:
+                    if blen < 20:
+                        self.truncated = f"corrupt pcapng interface block after packet {number}"
+                        self.records = number
+                        return
                     ifaces.append(self._parse_idb(buf, pos, blen, endian))
                 elif btype == PCAPNG_SHB:
                     ifaces = []  # a new section describes its own interfaces
@@ -416,7 +437,7 @@ class CaptureReader:
             self.records = number
             need = 12
             if pos + 12 <= n:
-                btype, blen = struct.unpack_from(endian + "II", buf, pos)
+                btype, blen = bhdr.unpack_from(buf, pos)
                 if btype == PCAPNG_SHB and pos + 12 <= n:
                     bom = buf[pos + 8 : pos + 12]
                     e2 = "<" if bom == b"\x4d\x3c\x2b\x1a" else ">"
