@@ -14,6 +14,15 @@ from wiredump.check import names, spec
 from wiredump.check.names import Pattern
 from wiredump.check.spec import Loc, SpecError
 
+KNOWN_KINDS = (
+    # frame statuses
+    "ok", "malformed", "bad_checksum", "truncated", "unknown_type", "unsupported_version", "undecodable",
+    # anomaly kinds of the contract and of the decoders
+    "gap", "retransmission", "overlap_conflict", "out_of_order", "oversize_frame", "truncated_packet",
+    "truncated_capture", "resync", "decompression_failed", "decompression_limit", "chunk_incomplete",
+    "trailing_bytes", "unexpected_command", "unexpected_reply", "version_mismatch", "event_count_mismatch",
+)  # fmt: skip
+"""Used only to catch misspellings (a forbidden kind that is never reported would pass forever)."""
 TOP_KEYS = ("forbid", "max_unanswered", "allowed_errors", "latency_ms", "expect", "versions")
 KINDS = ("request", "response", "event", "any")
 _PCT = re.compile(r"^p(\d{1,2}(?:\.\d+)?|100)$")
@@ -56,6 +65,24 @@ class Rules:
 
     def section(self, name: str) -> list[Rule]:
         return [r for r in self.rules if r.section == name]
+
+
+def typo_warnings(rules: Rules) -> list[str]:
+    """Forbidden kinds that look like a misspelling of a known one (`bad_cheksum`)."""
+    import difflib
+
+    out = []
+    for r in rules.section("forbid"):
+        kind = r.kinds[0]
+        if kind in KNOWN_KINDS or set("*?[") & set(kind):
+            continue
+        close = difflib.get_close_matches(kind, KNOWN_KINDS, n=1, cutoff=0.75)
+        if close:
+            out.append(
+                f"{rules.source}:{r.line}: warning: {kind!r} is not a status or anomaly kind that wiredump "
+                f"reports; did you mean {close[0]!r}? (as written it can never match)"
+            )
+    return out
 
 
 def load(path: str) -> Rules:

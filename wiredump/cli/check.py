@@ -154,6 +154,9 @@ def check(
     except SpecError as e:
         raise _spec_error(e) from None
 
+    if ruleset is not None:
+        for w in rules_file.typo_warnings(ruleset):
+            typer.echo(w, err=True)
     builder = None
     if recorded is not None:
         fields = _fields(recorded.fields, ignore, None)
