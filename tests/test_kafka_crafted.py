@@ -21,7 +21,7 @@ from wiredump.dissect.correlation import Correlator
 from wiredump.dissect.framing import ConnectionFramer
 from wiredump.dissect.limits import Limits
 from wiredump.dissect.model import Anomaly, Exchange, Frame
-from wiredump.dissect.protocols.base import NOT_A_FRAME, ConnContext
+from wiredump.dissect.protocols.base import NEED_MORE, NOT_A_FRAME, ConnContext
 from wiredump.dissect.protocols.kafka import SPEC
 from wiredump.dissect.protocols.kafka.session import KafkaSession
 
@@ -451,16 +451,19 @@ def test_unknown_key_and_version_keep_the_stream() -> None:
     unknown_key = struct.pack(">hhi", 250, 0, 1) + string("c") + b"\x00\x01"
     newer = struct.pack(">hhi", 3, 99, 2) + string("c") + b"\x00"
     good = produce_v3(3, "t", 0, batch_v2(0, RECS))
-    data = b"".join(struct.pack(">i", len(x)) + x for x in (unknown_key, newer)) + good
+    first = produce_v3(1, "t", 0, batch_v2(0, RECS))
+    data = first + b"".join(struct.pack(">i", len(x)) + x for x in (unknown_key, newer)) + good
     fr, out = engine()
     fr.feed("client", data, 1, 1)
     fr.finish()
     assert [(f.type, f.status) for f in out.frames] == [
+        ("Produce", "ok"),
         ("Unknown", "unknown_type"),
         ("Metadata", "unsupported_version"),
         ("Produce", "ok"),
     ]
-    assert len(out.frames[2].messages) == 3
+    assert len(out.frames[3].messages) == 3
+    assert not out.anomalies or {a.kind for a in out.anomalies} <= {"unknown_type", "unsupported_version"}
 
 
 def test_resync_after_garbage() -> None:
@@ -475,10 +478,45 @@ def test_resync_after_garbage() -> None:
 
 def test_frame_length_rejects_implausible_requests() -> None:
     s, _ = new_session()
-    assert s.frame_length(struct.pack(">ihhi", 2, 0, 0, 0), 0, "client") == NOT_A_FRAME  # size < header
+    ok = struct.pack(">ihhi", 100, 3, 1, 0) + string("c")
+    assert (
+        s.frame_length(struct.pack(">ihhi", 100, 3, 1, 0) + b"\xff\xf0", 0, "client") == NOT_A_FRAME
+    )  # bad client id
+    assert (
+        s.frame_length(struct.pack(">ihhi", 100, 251, 0, 0) + string("c"), 0, "client") == NOT_A_FRAME
+    )  # first: strict
+    assert s.frame_length(ok, 0, "client") == 104
+    # In sync: sizes below a header and negative keys are still refused; unknown keys pass.
+    assert s.frame_length(struct.pack(">ihhi", 2, 0, 0, 0), 0, "client") == NOT_A_FRAME
     assert s.frame_length(struct.pack(">ihhi", 100, -5, 0, 0), 0, "client") == NOT_A_FRAME
-    assert s.frame_length(struct.pack(">ihhi", 100, 3, 1, 0), 0, "client") == 104
-    assert s.frame_length(struct.pack(">ii", 50, 7), 0, "server") == 54
+    assert s.frame_length(struct.pack(">ihhi", 100, 251, 0, 0) + string("c"), 0, "client") == 104
+    # A server's first frame: its id must be pending, or it must end where the bytes end.
+    assert s.frame_length(struct.pack(">ii", 50, 7) + b"\0" * 10, 0, "server") == NEED_MORE
+    assert s.frame_length(struct.pack(">ii", 6, 7) + b"\0" * 2, 0, "server") == 10
+    # ... and when requests are pending, the first response must answer one of them.
+    s, _ = new_session()
+    one(s, fetch_v4_request(9, "t"))
+    assert s.frame_length(struct.pack(">ii", 6, 7) + b"\0" * 2, 0, "server") == NOT_A_FRAME
+    assert s.frame_length(struct.pack(">ii", 6, 9) + b"\0" * 2, 0, "server") == 10
+
+
+def test_capture_starting_mid_stream() -> None:
+    # Both directions start in the middle of a frame (the capture began mid-connection).
+    req1 = produce_v3(40, "t", 0, batch_v2(0, RECS))
+    req2 = fetch_v4_request(41, "t")
+    resp0 = fetch_v4_response(39, "t", batch_v2(0, RECS))  # answers a request never captured
+    resp2 = fetch_v4_response(41, "t", batch_v2(3, RECS))
+    fr, out = engine()
+    fr.feed("client", req1[30:] + req2, 1, 1)
+    fr.feed("server", resp0[25:] + resp2, 2, 2)
+    fr.finish()
+    assert [(f.kind, f.type, f.correlation_id, f.status) for f in out.frames] == [
+        ("request", "Fetch", 41, "ok"),
+        ("response", "Fetch", 41, "ok"),
+    ]
+    assert out.frames[1].peer_packet == 1
+    assert [m.offset for m in out.frames[1].messages] == [3, 4, 5]
+    assert sorted(a.kind for a in out.anomalies) == ["resync", "resync"]
 
 
 def test_flexible_request_header_and_tagged_fields() -> None:

@@ -43,6 +43,7 @@ TLS_TYPES = {20: "ChangeCipherSpec", 21: "Alert", 22: "Handshake", 23: "Applicat
 MAX_CLIENT_ID = 4096
 SECRET_FIELDS = frozenset({"auth_bytes", "salted_password", "hmac", "salt"})
 MAX_GUESS_BYTES = 1 * MiB
+_YES, _NO, _WAIT = 1, -1, 0
 
 # topic id -> name, learnt from Metadata-like responses (UUIDs are unique across clusters).
 _TOPIC_IDS: OrderedDict[str, str] = OrderedDict()
@@ -115,6 +116,7 @@ class KafkaSession(Session):
         self._handshakes: dict[int, str | None] = {}
         self._seen: OrderedDict[tuple[int, int], None] = OrderedDict()
         self.show_secrets = bool(ctx.options.get("show_secrets"))
+        self._synced = {"client": False, "server": False}
 
     # -- framing ---------------------------------------------------------------------------
     def frame_length(self, buf: bytes | bytearray, pos: int, role: str) -> int:
@@ -132,37 +134,85 @@ class KafkaSession(Session):
         (size,) = _I32.unpack_from(buf, pos)
         if self.sasl_raw:
             return size + 4 if size >= 0 else NOT_A_FRAME
-        if role == "client":
-            if size < 8:
+        if self._synced[role]:
+            if role == "client":
+                if size < 8 or (avail >= 8 and not plausible_request(buf, pos, strict=False)):
+                    return NOT_A_FRAME
+            elif size < 4:
                 return NOT_A_FRAME
-            if avail >= 8 and not plausible_request(buf, pos, strict=False):
-                return NOT_A_FRAME
-        elif size < 4:
+            return size + 4
+        # The first frame of a direction may be mid-stream garbage: be strict.
+        verdict = self._request_start(buf, pos) if role == "client" else self._response_start(buf, pos)
+        if verdict == _WAIT:
+            return NEED_MORE
+        if verdict == _NO:
             return NOT_A_FRAME
+        self._synced[role] = True
         return size + 4
 
-    def resync(self, buf: bytes | bytearray, pos: int, role: str) -> int | None:
+    def _request_start(self, buf: bytes | bytearray, pos: int) -> int:
+        """Is buf[pos:] the start of a request? A whole frame must decode; a partial one needs a text client id."""
+        avail = len(buf) - pos
+        if avail < 14:
+            return _WAIT
+        if not plausible_request(buf, pos, strict=True):
+            return _NO
+        size, key, version = struct.unpack_from(">ihh", buf, pos)
+        if avail >= size + 4:
+            return _YES if self._request_fits(bytes(buf[pos : pos + 4 + size]), key, version) else _NO
+        if schema.request_header_version(key, version) >= 1:
+            (n,) = _I16.unpack_from(buf, pos + 12)
+            if n >= 1 and avail >= 14 + n and plausible_client_id(buf, pos + 12, pos + 14 + n):
+                return _YES
+        return _WAIT
+
+    @staticmethod
+    def _request_fits(data: bytes, key: int, version: int) -> bool:
+        plan = schema.plan(key, version, "request")
+        if plan is None:
+            return False
+        cur = Cursor(data, 12)
+        try:
+            if schema.request_header_version(key, version) >= 1:
+                n = cur.i16()
+                cur.skip(max(n, 0))
+            if schema.request_header_version(key, version) >= 2:
+                BodyDecoder(cur, None).tagged({}, {}, [])
+            _, _, end = decode_body(data, cur.pos, plan, None)
+        except Exception:
+            return False
+        return end == len(data)
+
+    def _response_start(self, buf: bytes | bytearray, pos: int) -> int:
+        """Is buf[pos:] the start of a response? Its id is pending, or (nothing pending) it chains."""
+        avail = len(buf) - pos
+        if avail < 8:
+            return _WAIT
+        size, corr = struct.unpack_from(">ii", buf, pos)
+        if size < 4 or size > MAX_FRAME - 4 or corr < 0:
+            return _NO
+        correlator = self.ctx.correlator
+        if correlator.peek(corr) is not None:
+            return _YES
+        if getattr(correlator, "_pending", None):
+            return _NO  # requests are waiting: the next response answers one of them
+        # Nothing pending (the request was not captured): the frame ends exactly where the
+        # buffered bytes end, or the next frame's header follows with the next few ids.
+        nxt = pos + 4 + size
         end = len(buf)
-        if role == "client":
-            for at in range(pos, end - 11):
-                if plausible_request(buf, at, strict=True):
-                    return at
-            return None
-        peek = self.ctx.correlator.peek
-        for at in range(pos, end - 7):
-            size, corr = struct.unpack_from(">ii", buf, at)
-            if size < 4 or size > MAX_FRAME - 4 or corr < 0:
-                continue
-            if peek(corr) is not None:
+        if nxt == end:
+            return _YES
+        if nxt + 8 <= end:
+            size2, corr2 = struct.unpack_from(">ii", buf, nxt)
+            return _YES if 4 <= size2 <= MAX_FRAME - 4 and 0 < corr2 - corr <= 4 else _NO
+        return _WAIT
+
+    def resync(self, buf: bytes | bytearray, pos: int, role: str) -> int | None:
+        test = self._request_start if role == "client" else self._response_start
+        for at in range(pos, len(buf) - 7):
+            if test(buf, at) == _YES:
+                self._synced[role] = True
                 return at
-            # Nothing pending (capture started mid-stream): accept a chain of two frames.
-            nxt = at + 4 + size
-            if nxt == end:
-                continue
-            if nxt + 8 <= end:
-                size2, corr2 = struct.unpack_from(">ii", buf, nxt)
-                if 4 <= size2 <= MAX_FRAME - 4 and 0 < corr2 - corr <= 64:
-                    return at
         return None
 
     # -- decoding --------------------------------------------------------------------------
