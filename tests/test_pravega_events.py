@@ -79,7 +79,7 @@ def java_blocks(events: list[bytes], block_size: int, first_number: int, rid: in
 
 def chunked(data: bytes, cuts: list[int]) -> list[bytes]:
     points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
-    return [data[a:b] for a, b in zip(points, points[1:]) if b > a]
+    return [data[a:b] for a, b in zip(points, points[1:], strict=False) if b > a]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
