@@ -344,7 +344,7 @@ def test_header_cut_short(tmp_path: Path) -> None:
     with pytest.raises(CaptureError, match="cut short inside its 24-byte header"):
         open_capture(str(tmp_path / "h.pcap"))
     (tmp_path / "h2.pcap").write_bytes(raw[:3])
-    with pytest.raises(CaptureError, match="too short"):
+    with pytest.raises(CaptureError, match="not a pcap or pcapng capture .file of only 3 bytes"):
         open_capture(str(tmp_path / "h2.pcap"))
 
 

@@ -207,7 +207,9 @@ class CaptureReader:
             self.close()
             if self.gzipped and not head:
                 raise CaptureError(f"{self.name}: is an empty gzip file, not a capture")
-            raise CaptureError(f"{self.name}: {what} too short to be a capture")
+            raise CaptureError(
+                f"{self.name}: not a pcap or pcapng capture ({what} of only {len(head)} bytes)"
+            )
         magic_le = struct.unpack_from("<I", head)[0]
         magic_be = struct.unpack_from(">I", head)[0]
         if magic_le == PCAPNG_SHB:
