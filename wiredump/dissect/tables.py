@@ -301,13 +301,16 @@ def _clean(v: Any, t: pa.DataType) -> Any:
         if pa.types.is_binary(t):
             return bytes(v)
         if pa.types.is_string(t):
+            if isinstance(v, (bytes, bytearray)):
+                return bytes(v).decode("utf-8", "replace")
             return v if isinstance(v, str) else str(v)
         if pa.types.is_boolean(t):
             return bool(v)
         if pa.types.is_map(t):
             out = []
             for k, b in v:
-                out.append((k if isinstance(k, str) else str(k), None if b is None else bytes(b)))
+                key = k.decode("utf-8", "replace") if isinstance(k, (bytes, bytearray)) else str(k)
+                out.append((key, None if b is None else bytes(b)))
             return out
     except (TypeError, ValueError):
         return None
