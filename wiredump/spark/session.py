@@ -1,0 +1,124 @@
+"""The Spark session wiredump's jobs run in: local by default, a cluster when asked.
+
+Local mode is the embedded default (`local[*]`, a 1 GiB driver, a few shuffle
+partitions, no web UI, no progress bars, errors-only logs) so `wiredump spark …`
+works on a laptop with nothing but Java 17 and PySpark. `--master URL` (or running
+under `spark-submit`, which sets the master itself) points the same job at a cluster;
+any other standard Spark setting can be passed as `--conf KEY=VALUE` or through
+`spark-defaults.conf` / `PYSPARK_SUBMIT_ARGS`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+LOCAL_MASTER = "local[*]"
+
+LOG4J2 = """\
+# wiredump's Spark logging: errors only, on stderr, so the terminal shows the tool's output
+# rather than Spark's chatter.
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+logger.nativecode.name = org.apache.hadoop.util.NativeCodeLoader
+logger.nativecode.level = off
+"""
+
+LOCAL_DEFAULTS: dict[str, str] = {
+    "spark.driver.memory": "1g",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.default.parallelism": "4",
+    "spark.ui.enabled": "false",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+}
+"""Settings for the embedded local mode only (a cluster keeps its own)."""
+
+ALWAYS: dict[str, str] = {
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "65536",
+}
+"""Settings every wiredump job needs: UTC everywhere, standard Parquet timestamps, quiet output."""
+
+
+class SparkUnavailable(Exception):
+    """PySpark or Java is missing; one sentence for the user."""
+
+
+def _log4j_file() -> Path:
+    path = Path(tempfile.gettempdir()) / "wiredump-spark-log4j2.properties"
+    if not path.exists() or path.read_text() != LOG4J2:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(LOG4J2)
+        tmp.replace(path)
+    return path
+
+
+def under_spark_submit() -> bool:
+    """True when spark-submit started this Python (it then owns the master and the JVM)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def session_config(master: str | None, conf: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Every setting the session is built with (the master under `spark.master`)."""
+    out: dict[str, str] = {}
+    if master is None and not under_spark_submit():
+        master = os.environ.get("WIREDUMP_SPARK_MASTER") or LOCAL_MASTER
+    if master is not None:
+        out["spark.master"] = master
+    local = master is not None and master.startswith("local")
+    if local:
+        out.update(LOCAL_DEFAULTS)
+        # Executors are threads of this machine: give their Python workers this interpreter.
+        out["spark.pyspark.python"] = sys.executable
+        out["spark.pyspark.driver.python"] = sys.executable
+    out.update(ALWAYS)
+    log = f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
+    out["spark.driver.extraJavaOptions"] = log
+    if local:
+        out["spark.executor.extraJavaOptions"] = log
+    out.update(conf or {})
+    return out
+
+
+def get_session(
+    master: str | None = None, conf: Mapping[str, str] | None = None, app_name: str = "wiredump"
+) -> SparkSession:
+    """The active session if there is one (tests, notebooks, spark-submit), else a new one."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as e:  # pragma: no cover - depends on the installation
+        raise SparkUnavailable("PySpark is not installed: pip install 'wiredump[spark]' (and Java 17)") from e
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    settings = session_config(master, conf)
+    if settings.get("spark.master", "").startswith("local"):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder.appName(app_name)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    try:
+        spark = builder.getOrCreate()
+    except Exception as e:  # Java missing, bad master URL…
+        if "JAVA_HOME" in str(e) or "Java gateway" in str(e):
+            raise SparkUnavailable(f"cannot start Spark (is Java 17 installed?): {e}") from e
+        raise
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
