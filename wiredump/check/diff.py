@@ -39,7 +39,7 @@ class Difference:
         if exp:
             where = f"before {at}" if at else "at the end"
             return f"{self.role} entry {self.index}: expected {exp}; missing ({where})"
-        return f"{self.role} {at}: unexpected {got} (before baseline {self.role} entry {self.index})"
+        return f"{self.role} {at}: unexpected {got} (after baseline {self.role} entry {self.index - 1})"
 
 
 def _seq(t: ConnTranscript, role: str, repeat: bool) -> list[tuple[str, int]]:
@@ -104,14 +104,14 @@ def differences(exp: ConnTranscript, got: ConnTranscript, repeat: bool) -> list[
             for k in range(n):
                 e = a[i1 + k] if i1 + k < i2 else None
                 c = b[j1 + k] if j1 + k < j2 else None
-                # Where a missing entry would have been: the run entry just after the gap.
-                anchor = c or (b[j1] if j1 < len(b) else None)
+                # Where a missing entry would have been: the run entry just after the range.
+                anchor = c or (b[j2] if j2 < len(b) else None)
                 out.append(
                     Difference(
                         role,
                         e,
                         c,
-                        i1 + k + 1 if e else i1 + 1,
+                        i1 + k + 1 if e else i2 + 1,
                         anchor.packet if anchor else None,
                         anchor.index if anchor else None,
                     )
