@@ -156,6 +156,10 @@ def test_basic_topic_offsets_and_codecs() -> None:
         produced = [m for f in frames for m in f.messages if m.direction == "produce"]
         assert {m.compression for m in produced} == {codec}
         assert {m.topic for m in produced} == {f"ck-{codec}"}
+        # Fetch v16 names topics by id only: resolved through the Metadata responses.
+        delivered = [m for f in frames for m in f.messages if m.direction == "deliver"]
+        assert {f.version for f in frames if f.type == "Fetch"} == {16}
+        assert {m.topic for m in delivered} == {f"ck-{codec}"}
 
 
 def test_legacy_message_sets() -> None:

@@ -27,7 +27,7 @@ from wiredump.dissect.model import (
     Frame,
 )
 from wiredump.dissect.protocols.base import NEED_MORE, NOT_A_FRAME, ConnContext, Session
-from wiredump.dissect.protocols.kafka import schema
+from wiredump.dissect.protocols.kafka import schema, topics
 from wiredump.dissect.protocols.kafka.body import Bad, BodyDecoder, decode_body
 from wiredump.dissect.protocols.kafka.records import BadRecord, RecordContext, decode_record_set
 from wiredump.dissect.protocols.kafka.summary import summarize
@@ -44,10 +44,6 @@ MAX_CLIENT_ID = 4096
 SECRET_FIELDS = frozenset({"auth_bytes", "salted_password", "hmac", "salt"})
 MAX_GUESS_BYTES = 1 * MiB
 _YES, _NO, _WAIT = 1, -1, 0
-
-# topic id -> name, learnt from Metadata-like responses (UUIDs are unique across clusters).
-_TOPIC_IDS: OrderedDict[str, str] = OrderedDict()
-_TOPIC_IDS_MAX = 100_000
 
 
 def plausible_client_id(buf: bytes | bytearray, pos: int, end: int) -> bool | None:
@@ -434,7 +430,7 @@ class KafkaSession(Session):
         if stats:
             f.fields["record_stats"] = stats
         if body is not None:
-            _learn_topic_ids(body)
+            topics.learn(body)
             if api_key == 17 and corr in self._handshakes and not body.get("error_code"):
                 self.sasl_raw = True
         self._handshakes.pop(corr, None)
@@ -540,24 +536,7 @@ def _locate(stack: list[dict[str, Any]]) -> tuple[str | None, int | None]:
             else:
                 tid = d.get("topic_id")
                 if isinstance(tid, str):
-                    topic = _TOPIC_IDS.get(tid, tid)
+                    topic = topics.name_of(tid) or tid
         if topic is not None and partition is not None:
             break
     return topic, partition
-
-
-def _learn_topic_ids(body: dict[str, Any]) -> None:
-    topics = body.get("topics")
-    if not isinstance(topics, list):
-        return
-    for t in topics:
-        if isinstance(t, dict):
-            tid, name = t.get("topic_id"), t.get("name")
-            if (
-                isinstance(tid, str)
-                and isinstance(name, str)
-                and tid != "00000000-0000-0000-0000-000000000000"
-            ):
-                _TOPIC_IDS[tid] = name
-                if len(_TOPIC_IDS) > _TOPIC_IDS_MAX:
-                    _TOPIC_IDS.popitem(last=False)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from wiredump.dissect.model import Frame
+from wiredump.dissect.protocols.kafka import topics
 
 MAX_ITEMS = 4
 
@@ -24,6 +25,10 @@ def human_bytes(n: int) -> str:
     return f"{n:.1f} TB"
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def _join(items: list[str]) -> str:
     if len(items) > MAX_ITEMS:
         return ", ".join(items[:MAX_ITEMS]) + f" +{len(items) - MAX_ITEMS} more"
@@ -36,7 +41,9 @@ def _topic_name(t: dict[str, Any]) -> str:
         if isinstance(v, str):
             return v
     v = t.get("topic_id")
-    return str(v)[:8] if v else "?"
+    if isinstance(v, str):
+        return topics.name_of(v) or v[:8]
+    return "?"
 
 
 def _list(body: dict[str, Any], key: str) -> list[dict[str, Any]]:
@@ -58,14 +65,14 @@ def _records_line(body: dict[str, Any], topics_key: str, parts_key: str) -> tupl
             sz = rec.get("size", 0) if isinstance(rec, dict) else 0
             total += n
             size += sz
-            items.append(f"{name}[{idx}] {n} records" if n else f"{name}[{idx}]")
+            items.append(f"{name}[{idx}] {_n(n, 'record')}" if n else f"{name}[{idx}]")
     return items, total, size
 
 
 def _produce(f: Frame, body: dict[str, Any], is_req: bool) -> str:
     if is_req:
         items, total, size = _records_line(body, "topic_data", "partition_data")
-        line = _join(items) if len(items) <= 1 else f"{_join(items)}; {total} records"
+        line = _join(items) if len(items) <= 1 else f"{_join(items)}; {_n(total, 'record')}"
         return f"{line} {human_bytes(size)} acks={body.get('acks')}".strip()
     parts = []
     for t in _list(body, "responses"):
@@ -82,7 +89,7 @@ def _fetch(f: Frame, body: dict[str, Any], is_req: bool) -> str:
                 parts.append(f"{_topic_name(t)}[{p.get('partition')}]@{p.get('fetch_offset')}")
         return _join(parts) or f"session {body.get('session_id')}"
     items, total, size = _records_line(body, "responses", "partitions")
-    return f"{len(items)} partitions, {total} records {human_bytes(size)}" + (
+    return f"{_n(len(items), 'partition')}, {_n(total, 'record')} {human_bytes(size)}" + (
         f": {_join(items)}" if items and len(items) <= MAX_ITEMS else ""
     )
 
@@ -94,7 +101,7 @@ def _metadata(f: Frame, body: dict[str, Any], is_req: bool) -> str:
             return "all topics" if topics is None or f.version == 0 else "no topics"
         return _join([_topic_name(t) for t in _list(body, "topics")])
     names = [_topic_name(t) for t in _list(body, "topics")]
-    return f"{len(_list(body, 'brokers'))} brokers, topics: {_join(names) or '-'}"
+    return f"{_n(len(_list(body, 'brokers')), 'broker')}, topics: {_join(names) or '-'}"
 
 
 def _api_versions(f: Frame, body: dict[str, Any], is_req: bool) -> str:
@@ -153,10 +160,19 @@ def _generic(f: Frame, body: dict[str, Any], is_req: bool) -> str:
             if isinstance(g, str | dict)
         ]
         bits.append(f"groups {_join(names)}")
-    topics = _list(body, "topics") or _list(body, "topic_names") or _list(body, "resources")
+    topics = (
+        _list(body, "topics")
+        or _list(body, "resources")
+        or _list(body, "results")
+        or _list(body, "responses")
+    )
     if topics:
         names = [t.get("resource_name") if "resource_name" in t else _topic_name(t) for t in topics]
-        bits.append(f"topics {_join([str(n) for n in names])}")
+        names = [str(n) for n in names if n not in (None, "?")]
+        if names:
+            bits.append(
+                f"topics {_join(names)}" if "resource_name" not in topics[0] else f"resources {_join(names)}"
+            )
     elif isinstance(body.get("topic_names"), list):
         bits.append(f"topics {_join([str(n) for n in body['topic_names']])}")
     return " ".join(bits)
