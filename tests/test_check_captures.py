@@ -327,3 +327,53 @@ def test_baseline_missing_and_unexpected_connections(
     assert len(failed) == 1 and "pulsar" in failed[0]["rule"] and "missing" in failed[0]["message"]
     code, out, _ = run(["check", str(tank), str(pulsar), str(pulsar), "--baseline", str(base), "-q"], capsys)
     assert code == 1 and "FAIL no unexpected connections: 1 connection not in the baseline" in out
+
+
+def test_unanswered_requests_per_name(
+    captures: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = captures / "pravega" / "p08-large-events.pcap"
+    rows = pdus(captures / "pravega" / "p08-large-events.frames.tsv")
+    answered = {(r["stream"], r["request_id"]) for r in rows if r["dir"] == "s>c"}
+    reads = [r for r in rows if r["type"] == "ReadSegment"]
+    lost = [r for r in reads if (r["stream"], r["request_id"]) not in answered]
+    assert len(lost) == 1  # independent decode: the last read is never answered
+    rules = tmp_path / "r.yaml"
+    rules.write_text("max_unanswered:\n  pravega.ReadSegment: 0\n  '*': 0\n")
+    code, out, _ = run(["check", str(src), "--rules", str(rules)], capsys)
+    assert code == 1
+    assert "FAIL max_unanswered pravega.ReadSegment: 1 unanswered request" in out
+    assert f"packet {lost[0]['last_frame']} stream {lost[0]['stream']} pravega.ReadSegment" in out
+    assert f"id {lost[0]['request_id']} got no response" in out
+    assert "PASS max_unanswered *: 0 unanswered" in out
+    rules.write_text("max_unanswered:\n  pravega.ReadSegment: 1\n  '*': 0\n")
+    assert run(["check", str(src), "--rules", str(rules)], capsys)[0] == 0
+
+
+def test_forbid_scoped_to_names(captures: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = captures / "kafka" / "kafka-python-basic.pcap"
+    pcap = Pcap(src)
+    off, size, _, _ = pcap.tcp(45)  # a whole Produce request (see the first test)
+    pcap.records[44][3][off + size - 20] ^= 0x5A
+    bad = pcap.write(tmp_path / "bad.pcap")
+    rules = tmp_path / "r.yaml"
+    rules.write_text("forbid:\n  pulsar.*: [bad_checksum]\n  kafka.Fetch: [bad_checksum]\n")
+    code, out, _ = run(["check", str(bad), "--rules", str(rules)], capsys)
+    assert code == 0, out
+    rules.write_text("forbid:\n  kafka.Produce: [bad_*]\n")
+    code, out, _ = run(["check", str(bad), "--rules", str(rules)], capsys)
+    assert code == 1 and "FAIL forbid bad_* in kafka.Produce" in out and "packet 45 stream 3" in out
+
+
+def test_combined_judges_all_captures_together(
+    captures: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = captures / "kafka" / "kafka-python-basic.pcap"
+    rows = pdus(captures / "kafka" / "kafka-python-basic.pdus.tsv")
+    n = sum(1 for r in rows if r["api_name"] == "Produce" and r["dir"] == "req")
+    rules = tmp_path / "r.yaml"
+    rules.write_text(f"expect:\n  kafka.Produce: {{min: {n + 1}}}\n")
+    code, out, _ = run(["check", str(src), str(src), "--rules", str(rules)], capsys)
+    assert code == 1 and out.count(f"FAIL expect kafka.Produce: {n} frames") == 2
+    code, out, _ = run(["check", str(src), str(src), "--rules", str(rules), "--combined"], capsys)
+    assert code == 0 and f"PASS expect kafka.Produce: {2 * n} frames" in out and "all captures" in out
