@@ -185,14 +185,14 @@ class PulsarSession(Session):
         cmd = int.from_bytes(buf[i + 4 : i + 8], "big")
         if not (6 <= total <= self.max_frame - 4) or not (2 <= cmd <= total - 4):
             return False
-        if buf[i + 9] not in schema.TYPE_NAMES:
-            return False
         if i + 8 + cmd > len(buf):
-            return cmd <= 64 * 1024  # cannot check the rest yet; the header looks right
-        base, err = schema.parse(schema.BaseCommand, bytes(buf[i + 8 : i + 8 + cmd]))
+            # Cannot parse it yet: every known encoder writes the type first (08 <type>).
+            return buf[i + 8] == 0x08 and buf[i + 9] in schema.TYPE_NAMES and cmd <= 64 * 1024
+        raw = bytes(buf[i + 8 : i + 8 + cmd])
+        base, _ = schema.parse(schema.BaseCommand, raw)
         if base is None:
             return False
-        field = schema.COMMAND_FIELD.get(base.type)
+        field = schema.COMMAND_FIELD.get(schema.raw_type(raw) or 0)
         return field is not None and base.HasField(field)
 
     # -- decoding --------------------------------------------------------------------------
