@@ -44,6 +44,9 @@ class Options:
     hold_frames: int = 20000
     hold_us: int = 120_000_000
     limits: Limits | None = None
+    shard: tuple[int, int] | None = None
+    """(k, n): decode only the connections whose stream index is k modulo n, for parallel
+    workers that each read the whole capture. Connection-less anomalies go to shard 0."""
 
     def new_limits(self) -> Limits:
         if self.limits is None:
@@ -110,10 +113,21 @@ class _Capture:
                 continue
         return None
 
+    def owns(self, stream: int | None) -> bool:
+        shard = self.options.shard
+        if shard is None:
+            return True
+        if stream is None:
+            return shard[0] == 0
+        return stream % shard[1] == shard[0]
+
     def _framer(self, conn: Connection, role: str, data: bytes) -> ConnectionFramer | None:
         user = conn.user
         if user is not None:
             return user or None  # False: no protocol claimed this connection
+        if not self.owns(conn.stream):
+            conn.user = False
+            return None
         spec = self._choose(conn, role, data)
         if spec is None:
             conn.user = False
@@ -151,6 +165,8 @@ class _Capture:
             conn.user = False  # release the session's state
 
     def on_anomaly(self, anomaly: Anomaly) -> None:
+        if self.options.shard is not None and not self.owns(anomaly.stream):
+            return
         self.ready.append(Event(ANOMALY, anomaly, self.name))
 
     # -- framing Output ----------------------------------------------------------------------
@@ -209,7 +225,7 @@ def dissect_capture(reader: CaptureReader, options: Options) -> Iterator[Event]:
         packets = rec.number
         cap.now_us = rec.ts_us
         seg = parse_tcp(rec.linktype, rec.data)
-        if rec.orig_len > len(rec.data):
+        if rec.orig_len > len(rec.data) and cap.owns(None):
             cap.ready.append(
                 Event(
                     ANOMALY,
@@ -227,13 +243,14 @@ def dissect_capture(reader: CaptureReader, options: Options) -> Iterator[Event]:
         if cap.ready or cap.held:
             yield from cap.release()
     tcp.finish()
-    if reader.truncated:
+    if reader.truncated and cap.owns(None):
         cap.ready.append(
             Event(ANOMALY, Anomaly("truncated_capture", reader.truncated, packet=packets), cap.name)
         )
     yield from cap.release(final=True)
     for conn in tcp.all:
-        yield Event(CONNECTION, _summary(conn), cap.name)
+        if cap.owns(conn.stream):
+            yield Event(CONNECTION, _summary(conn), cap.name)
     yield Event(
         CAPTURE_END,
         CaptureEnd(cap.name, packets, reader.truncated, getattr(reader, "skipped_unknown_link", 0)),
