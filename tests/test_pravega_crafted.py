@@ -594,19 +594,20 @@ def test_negative_length_is_not_a_frame() -> None:
 
 def test_malformed_payload_never_raises() -> None:
     out = run(
+        c(HELLO_C),
         c(cmd(1, i64(1) + u())),  # SetupAppend cut before its segment
         c(cmd(74, i64(2) + s(SEG) + s("") + i32(1_000_000))),  # entry count far beyond the bytes
         c(cmd(9, s(SEG) + i64(0) + i32(1) + s("") + b"\x00\x00\x00")),  # half an optional requestId
         c(cmd(-1, b"")),  # PADDING outside a block
     )
-    a, b, d, e = out.frames
+    a, b, d, e = out.frames[1:]
     assert a.status == b.status == d.status == "malformed"
     assert a.fields["request_id"] == 1
     assert e.status == "ok" and [x.kind for x in e.anomalies] == ["unexpected_command"]
 
 
 def test_trailing_bytes_are_noted() -> None:
-    out = run(c(cmd(100, b"\x00\x01")))
+    out = run(c(HELLO_C), c(cmd(100, b"\x00\x01")))
     f = out.one("KeepAlive")
     assert f.status == "ok" and f.fields["trailing_bytes"] == 2
     assert [a.kind for a in f.anomalies] == ["trailing_bytes"]
@@ -617,3 +618,26 @@ def test_tls_on_the_segment_store_port_is_undecodable() -> None:
     out = run(c(client_hello), c(bytes(100)))
     assert out.frames == []
     assert [a.kind for a in out.anomalies] == ["undecodable"]
+
+
+def test_capture_starting_mid_frame_resyncs_instead_of_inventing_frames() -> None:
+    """The first bytes are the end of an AppendBlockEnd: `00 00 00 2c 00 00 00 2c` would read as
+    type 44 (unknown), length 44; the first frame of a direction must check out like a resync
+    candidate, so the engine resynchronises on the next real frame instead."""
+    tail_of_frame = i32(44) + i32(44) + record(b"order #1: 2 x widget")[:30] + i32(1) + i64(1) + i64(2)
+    out = run(
+        c(tail_of_frame + block_end(0, record(b"next"), 1, 2, 3)),
+        sv(data_appended(2, 1, 3, 88)),
+    )
+    assert [f.type for f in out.frames] == ["AppendBlockEnd", "DataAppended"]
+    assert [a.kind for a in out.anomalies] == ["resync"]
+    assert [m.value for m in out.frames[0].messages] == [b"next"]
+    assert out.frames[1].peer_packet == 1
+
+
+def test_first_frame_must_decode() -> None:
+    """A header that looks right but whose payload does not decode is not taken as the first frame."""
+    bogus = cmd(21, i64(1) + b"\xff\xff")  # SegmentCreated whose string length overruns the frame
+    out = run(sv(bogus + cmd(21, i64(1) + s(SEG))))
+    assert [(f.type, f.status) for f in out.frames] == [("SegmentCreated", "ok")]
+    assert [a.kind for a in out.anomalies] == ["resync"]

@@ -124,17 +124,32 @@ class PravegaSession(Session):
         self._blocks = BlockAssembler()
         self._reads = ReadJoiner()
         self._max_pending = max(16, ctx.limits.max_pending_requests)
-        self._framed: set[str] = set()
+        self._started: set[str] = set()
+        """Directions whose first frame has been sized."""
 
     # -- framing ---------------------------------------------------------------------------
     def frame_length(self, buf: bytes | bytearray, pos: int, role: str) -> int:
-        if len(buf) - pos < HEADER_SIZE:
+        avail = len(buf) - pos
+        if avail < HEADER_SIZE:
             return NEED_MORE
-        if role not in self._framed:
-            self._framed.add(role)
-            if buf[pos] == 0x16 and buf[pos + 1] == 0x03 and buf[pos + 2] <= 0x04:
-                return UNDECODABLE  # TLS on the segment-store port (§1): no plaintext to read
         code, length = _HDR.unpack_from(buf, pos)
+        if role not in self._started:
+            # The first frame of a direction must check out as strictly as a resync
+            # candidate: a capture that starts mid-connection starts mid-frame, and
+            # small ints (lengths, counts) there look like type codes.
+            if buf[pos] == 0x16 and buf[pos + 1] == 0x03 and buf[pos + 2] <= 0x04:
+                self._started.add(role)
+                return UNDECODABLE  # TLS on the segment-store port (§1): no plaintext to read
+            if not plausible_header(code, length):
+                self._started.add(role)
+                return NOT_A_FRAME
+            if length <= RESYNC_WAIT_MAX:
+                if avail < HEADER_SIZE + length:
+                    return NEED_MORE
+                if not _decodes(buf, pos, code, length):
+                    self._started.add(role)
+                    return NOT_A_FRAME
+            self._started.add(role)
         if not -128 <= code <= 127 or length < 0:
             return NOT_A_FRAME
         return HEADER_SIZE + length
