@@ -377,3 +377,66 @@ def test_combined_judges_all_captures_together(
     assert code == 1 and out.count(f"FAIL expect kafka.Produce: {n} frames") == 2
     code, out, _ = run(["check", str(src), str(src), "--rules", str(rules), "--combined"], capsys)
     assert code == 0 and f"PASS expect kafka.Produce: {2 * n} frames" in out and "all captures" in out
+
+
+def test_latency_percentiles_match_packet_times(
+    captures: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = captures / "kafka" / "kafka-python-basic.pcap"
+    rows = pdus(captures / "kafka" / "kafka-python-basic.pdus.tsv")
+    pcap = Pcap(src)
+    nanos = pcap.header[:4] in (b"\x4d\x3c\xb2\xa1", b"\xa1\xb2\x3c\x4d")
+
+    def ts_us(packet: int) -> int:
+        sec, frac = pcap.records[packet - 1][:2]
+        return sec * 1_000_000 + (frac // 1000 if nanos else frac)
+
+    # Latency = time of the packet completing the response − time of the one completing the request.
+    requests = {(r["stream"], r["correlation_id"]): int(r["last_frame"]) for r in rows if r["dir"] == "req"}
+    lat = sorted(
+        ts_us(int(r["last_frame"])) - ts_us(requests[(r["stream"], r["correlation_id"])])
+        for r in rows
+        if r["api_name"] == "Produce" and r["dir"] == "resp"
+    )
+    n = len(lat)
+    p50 = lat[max(1, -(-50 * n // 100)) - 1]  # nearest rank
+    rules = tmp_path / "r.yaml"
+    rules.write_text("latency_ms:\n  kafka.Produce: {p50: 100, max: 0.001}\n")
+    code, out, _ = run(["check", str(src), "--rules", str(rules)], capsys)
+    assert code == 1
+    assert (
+        f"p50 {p50 / 1000:.3f} ms ≤ 100 ms, max {lat[-1] / 1000:.3f} ms > 0.001 ms over {n} exchanges" in out
+    )
+    # The slowest exchange is listed first.
+    first = next(x for x in out.splitlines() if "kafka.Produce:" in x and "packet" in x)
+    assert f"{lat[-1] / 1000:.3f} ms" in first
+
+
+@pytest.mark.tshark
+def test_allowed_errors_match_tshark(
+    captures: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+    import subprocess
+
+    if not shutil.which("tshark"):
+        pytest.skip("tshark not installed")
+    # kafka-python-pinned-2.5 stays at versions tshark 4.0 decodes (captures README).
+    src = captures / "kafka" / "kafka-python-pinned-2.5.pcap"
+    res = subprocess.run(
+        ["tshark", "-r", str(src), "-Y", "kafka.error", "-T", "fields", "-e", "frame.number", "-e", "tcp.stream",
+         "-e", "kafka.error"],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    bad = set()
+    for line in res.stdout.splitlines():
+        packet, stream, codes = line.split("\t")
+        if any(c != "0" for c in codes.split(",")):
+            bad.add((int(packet), int(stream)))
+    assert bad  # the capture holds a rejected JoinGroup
+    rules = tmp_path / "r.yaml"
+    rules.write_text("allowed_errors:\n  kafka.*: [0]\n")
+    code, out, _ = run(["check", str(src), "--rules", str(rules), "--json"], capsys)
+    assert code == 1
+    (check,) = json.loads(out)["suites"][0]["checks"]
+    assert {(o["packet"], o["stream"]) for o in check["offenders"]} == bad
