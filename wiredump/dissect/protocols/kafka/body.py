@@ -18,6 +18,7 @@ from wiredump.dissect.protocols.kafka.schema import (
     BOOL,
     BYTES,
     FIXED,
+    FIXED_RUN,
     RECORDS,
     STRING,
     STRUCT,
@@ -77,10 +78,26 @@ class BodyDecoder:
         stack.append(out)
         # No try/finally: any exception aborts the whole body, stack and path included.
         value = self.value
+        c = self.cur
         for op in plan.ops:
-            out[op.name] = value(op, stack)  # type: ignore[index]
+            if op.code == FIXED_RUN:
+                size = op.size
+                if c.pos + size > c.end:
+                    raise Short(op.names[0], c.pos, size, c.end - c.pos)
+                vals = op.fmt.unpack_from(c.buf, c.pos)  # type: ignore[union-attr]
+                c.pos += size
+                for name, v in zip(op.names, vals):
+                    out[name] = v
+                for i in op.errors:
+                    if vals[i]:
+                        self.errors.append((self._where(stack, op.names[i]), vals[i]))
+            else:
+                out[op.name] = value(op, stack)  # type: ignore[index]
         if plan.flexible:
-            self.tagged(plan.tags, out, stack)
+            if c.pos < c.end and c.buf[c.pos] == 0:
+                c.pos += 1  # the usual empty tagged-field section
+            else:
+                self.tagged(plan.tags, out, stack)
         stack.pop()
         return out
 

@@ -16,7 +16,7 @@ from importlib import resources
 from typing import Any
 
 # Operation codes of a compiled field.
-FIXED, BOOL, UUID, STRING, BYTES, RECORDS, ARRAY, STRUCT = range(8)
+FIXED, BOOL, UUID, STRING, BYTES, RECORDS, ARRAY, STRUCT, FIXED_RUN = range(9)
 
 _FIXED = {
     "int8": (struct.Struct(">b"), 1),
@@ -42,6 +42,10 @@ class Op:
     elem: Op | None = None
     struct: Plan | None = None
     min_size: int = 1
+    names: tuple[str, ...] = ()
+    """FIXED_RUN: the names of consecutive fixed-width fields read with one unpack."""
+    errors: tuple[int, ...] = ()
+    """FIXED_RUN: positions in `names` of error-code fields."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +152,38 @@ def _compile_struct(fields: list[dict[str, Any]], version: int, flexible: bool) 
             continue
         ops.append(_compile_field(f, version, flexible, f["name"]))
     min_size = sum(o.min_size for o in ops) + (1 if flexible else 0)
-    return Plan(tuple(ops), tags, flexible, min_size)
+    return Plan(_fuse(ops), tags, flexible, min_size)
+
+
+_CODES = {">b": "b", ">h": "h", ">H": "H", ">i": "i", ">I": "I", ">q": "q", ">d": "d"}
+
+
+def _fuse(ops: list[Op]) -> tuple[Op, ...]:
+    """Merge runs of fixed-width fields (and bools) into one `struct` unpack each: fewer calls per struct."""
+    out: list[Op] = []
+    run: list[Op] = []
+
+    def flush() -> None:
+        if len(run) == 1 and run[0].code == FIXED:
+            out.append(run[0])
+        elif run:
+            fmt = ">" + "".join("?" if o.code == BOOL else _CODES[o.fmt.format] for o in run)  # type: ignore[union-attr]
+            names = tuple(o.name or "" for o in run)
+            errors = tuple(i for i, n in enumerate(names) if n.endswith("error_code"))
+            st = struct.Struct(fmt)
+            out.append(
+                Op(FIXED_RUN, None, fmt=st, size=st.size, min_size=st.size, names=names, errors=errors)
+            )
+        run.clear()
+
+    for op in ops:
+        if op.code in (FIXED, BOOL):
+            run.append(op)
+        else:
+            flush()
+            out.append(op)
+    flush()
+    return tuple(out)
 
 
 @cache
