@@ -641,3 +641,15 @@ def test_first_frame_must_decode() -> None:
     out = run(sv(bogus + cmd(21, i64(1) + s(SEG))))
     assert [(f.type, f.status) for f in out.frames] == [("SegmentCreated", "ok")]
     assert [a.kind for a in out.anomalies] == ["resync"]
+
+
+def test_block_end_of_another_writer_drops_the_open_block() -> None:
+    other = uuid.UUID(int=7)
+    out = run(
+        c(HELLO_C),
+        c(cmd(3, u() + record(b"lost"))),
+        c(block_end(0, record(b"mine"), 1, 1, 2, writer=other)),
+    )
+    end = out.one("AppendBlockEnd")
+    assert [a.kind for a in end.anomalies] == ["append_block"]
+    assert [m.value for m in end.messages] == [b"mine"]

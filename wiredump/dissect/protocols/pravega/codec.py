@@ -142,7 +142,8 @@ def _read(c: Cursor, f: F) -> Any:
     if k == "str":
         return read_str(c, f.name)
     if k == "uuid":
-        return c.uuid(f.name)
+        h = c.take(16, f.name).hex()
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
     if k == "bool":
         return c.u8(f.name) != 0
     if k == "byte":

@@ -74,6 +74,7 @@ from wiredump.dissect.wire import Cursor, Short
 
 PROTOCOL = "pravega"
 _HDR = struct.Struct(">ii")
+_CODE = struct.Struct(">i")
 APPEND_TYPES = frozenset({"AppendBlockEnd", "ConditionalAppend", "ConditionalBlockEnd"})
 APPEND_REPLIES = frozenset({"DataAppended", "ConditionalCheckFailed"})
 DATA_VIEW = 1024
@@ -192,7 +193,7 @@ class PravegaSession(Session):
                 f.flag(MALFORMED, "malformed", f"{len(data)} bytes cannot hold a frame header")
             f.summary = f"{len(data)} bytes of a cut header"
             return [f]
-        code = _HDR.unpack_from(data + b"\0\0\0\0", 0)[0]
+        code = _CODE.unpack_from(data, 0)[0]
         cmd = COMMANDS.get(code)
         f = Frame(protocol=PROTOCOL, type=cmd.name if cmd else f"Unknown({code})", type_code=code)
         if len(data) < HEADER_SIZE:
@@ -263,8 +264,7 @@ class PravegaSession(Session):
                 Anomaly("unexpected_command", f"{name} outside an APPEND_BLOCK (it only belongs inside one)")
             )
             return
-        if name != "AppendBlockEnd":
-            self._check_block_order(f, name, role)
+        self._check_block_order(f, name, role)
         if name == "Hello":
             if "high_version" in fields:
                 f.version = fields["high_version"]
@@ -343,8 +343,8 @@ class PravegaSession(Session):
         if role != CLIENT or not self._blocks.pending:
             return
         for writer in self._blocks.pending_writers():
-            if name == "AppendBlock" and writer == f.fields.get("writer_id"):
-                continue  # add_block reports the replacement
+            if name in ("AppendBlock", "AppendBlockEnd") and writer == f.fields.get("writer_id"):
+                continue  # its end (or, for AppendBlock, add_block reports the replacement)
             self._blocks.drop(writer)
             f.anomalies.append(
                 Anomaly(
