@@ -86,8 +86,7 @@ class BodyDecoder:
                     raise Short(op.names[0], c.pos, size, c.end - c.pos)
                 vals = op.fmt.unpack_from(c.buf, c.pos)  # type: ignore[union-attr]
                 c.pos += size
-                for name, v in zip(op.names, vals):
-                    out[name] = v
+                out.update(zip(op.names, vals, strict=True))
                 for i in op.errors:
                     if vals[i]:
                         self.errors.append((self._where(stack, op.names[i]), vals[i]))
