@@ -61,6 +61,10 @@ class BodyDecoder:
         """Length of a string (int16), bytes/array (int32) or compact (uvarint N+1); -1 = null."""
         c = self.cur
         if compact:
+            pos = c.pos
+            if pos < c.end and c.buf[pos] < 0x80:
+                c.pos = pos + 1
+                return c.buf[pos] - 1  # one-byte length (the usual case); -1 = null
             n = c.uvarint(what, 5) - 1
         elif wide:
             n = c.i32(what)
