@@ -186,3 +186,16 @@ def test_third_party_capture() -> None:
     assert produced[0].value is not None and produced[0].value.startswith(b"{")
     md = next(f for f in frames if f.type == "Metadata" and f.kind == "response")
     assert "test" in {t["name"] for t in md.fields["body"]["topics"]}
+
+
+def test_consumer_protocol_embedded_in_group_apis() -> None:
+    # kafka-python's consumer joins kp-basic-group subscribing to kp-basic and is assigned
+    # both partitions (the bytes, hand-checked: version 0, ["kp-basic"], partitions [0, 1]).
+    frames, _, _ = run("kafka-python-basic")
+    join = next(f for f in frames if f.type == "JoinGroup" and f.kind == "request")
+    assert {p["metadata_decoded"]["topics"][0] for p in join.fields["body"]["protocols"]} == {"kp-basic"}
+    sync = next(f for f in frames if f.type == "SyncGroup" and f.kind == "response")
+    assert sync.fields["body"]["assignment_decoded"]["assigned_partitions"] == [
+        {"topic": "kp-basic", "partitions": [0, 1]}
+    ]
+    assert sync.summary == "assigned kp-basic[0, 1]"

@@ -27,7 +27,7 @@ from wiredump.dissect.model import (
     Frame,
 )
 from wiredump.dissect.protocols.base import NEED_MORE, NOT_A_FRAME, ConnContext, Session
-from wiredump.dissect.protocols.kafka import schema, topics
+from wiredump.dissect.protocols.kafka import embedded, schema, topics
 from wiredump.dissect.protocols.kafka.body import Bad, BodyDecoder, decode_body
 from wiredump.dissect.protocols.kafka.records import BadRecord, RecordContext, decode_record_set
 from wiredump.dissect.protocols.kafka.summary import summarize
@@ -325,6 +325,8 @@ class KafkaSession(Session):
                 self.sasl_mechanism = body.get("mechanism")
                 if version == 0:
                     self._handshakes[corr] = self.sasl_mechanism
+            if api_key in (11, 14):
+                embedded.annotate(api_key, "request", body, None)
         correlator.request(f, corr, expects)
         if stats:
             f.fields["record_stats"] = stats
@@ -431,6 +433,10 @@ class KafkaSession(Session):
             f.fields["record_stats"] = stats
         if body is not None:
             topics.learn(body)
+            if api_key in (11, 14):
+                req_body = req.fields.get("body") if isinstance(req.fields, dict) else None
+                ptype = req_body.get("protocol_type") if isinstance(req_body, dict) else None
+                embedded.annotate(api_key, "response", body, ptype)
             if api_key == 17 and corr in self._handshakes and not body.get("error_code"):
                 self.sasl_raw = True
         self._handshakes.pop(corr, None)

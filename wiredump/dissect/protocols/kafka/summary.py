@@ -178,7 +178,37 @@ def _generic(f: Frame, body: dict[str, Any], is_req: bool) -> str:
     return " ".join(bits)
 
 
+def _assigned(dec: dict[str, Any]) -> str:
+    parts = [f"{a.get('topic')}{a.get('partitions')}" for a in _list(dec, "assigned_partitions")]
+    return _join(parts) if parts else "nothing"
+
+
+def _join_group(f: Frame, body: dict[str, Any], is_req: bool) -> str:
+    line = _generic(f, body, is_req)
+    if is_req:
+        subs = sorted(
+            {t for p in _list(body, "protocols") for t in (p.get("metadata_decoded") or {}).get("topics", [])}
+        )
+        protos = [str(p.get("name")) for p in _list(body, "protocols")]
+        return f"{line} protocols {_join(protos)}" + (f" subscribes {_join(subs)}" if subs else "")
+    members = _list(body, "members")
+    extra = (
+        f" generation {body.get('generation_id')} leader {body.get('leader')}" if body.get("leader") else ""
+    )
+    return f"{line}{extra} {_n(len(members), 'member')}".strip()
+
+
+def _sync_group(f: Frame, body: dict[str, Any], is_req: bool) -> str:
+    line = _generic(f, body, is_req)
+    if is_req:
+        return f"{line} {_n(len(_list(body, 'assignments')), 'assignment')}".strip()
+    dec = body.get("assignment_decoded")
+    return f"assigned {_assigned(dec)}" if isinstance(dec, dict) else line
+
+
 _BY_KEY = {
+    11: _join_group,
+    14: _sync_group,
     0: _produce,
     1: _fetch,
     2: _list_offsets,
