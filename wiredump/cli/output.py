@@ -59,10 +59,8 @@ class Out:
     def flush(self) -> None:
         if self.console is not None:
             if self._pending:
-                block = Text("\n", no_wrap=True, overflow="ellipsis").join(self._pending)
-                block.no_wrap = True
-                block.overflow = "ellipsis"
-                self.console.print(block, crop=True, soft_wrap=False)
+                block = Text("\n").join(self._pending)
+                self.console.print(block, no_wrap=True, overflow="ellipsis", crop=True, soft_wrap=False)
                 self._pending.clear()
         else:
             try:

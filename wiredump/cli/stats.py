@@ -70,15 +70,21 @@ def type_rows(result: dict[str, Any], fmt: Callable[[int | None], str] = _lat) -
     return rows
 
 
-def conn_rows(result: dict[str, Any], multi: bool) -> list[list[str]]:
+def one_host(result: dict[str, Any]) -> str | None:
+    """The host every connection runs between (loopback captures), else None."""
+    hosts = {e.rpartition(":")[0] for c in result["connections"] for e in (c["client"], c["server"])}
+    return hosts.pop() if len(hosts) == 1 else None
+
+
+def conn_rows(result: dict[str, Any], multi: bool, ports_only: bool = False) -> list[list[str]]:
     rows = []
     for c in result["connections"]:
         stream = f"{os.path.basename(c['capture'])}:{c['stream']}" if multi else str(c["stream"])
         rows.append(
             [
                 stream,
-                c["client"],
-                c["server"],
+                c["client"].rpartition(":")[2] if ports_only else c["client"],
+                c["server"].rpartition(":")[2] if ports_only else c["server"],
                 c["protocol"] or "-",
                 str(c["frames"]),
                 str(c["bytes"]),
@@ -192,12 +198,13 @@ def print_rich(out: Out, result: dict[str, Any]) -> None:
             cells[9] = Text(row[9], "bold red")
         t.add_row(*[cells[i] for i in keep])
     out.render(t)
-    c = _table("Connections")
+    host = None if wide else one_host(result)
+    c = _table(f"Connections (all between {host}: ports shown)" if host else "Connections")
     for i, h in enumerate(CONN_HEADERS):
         num = i in (4, 5, 6, 7)
         label = {"protocol": "proto", "retrans": "retr"}.get(h, h) if not wide else h
         c.add_column(label, justify="right" if num else "left", no_wrap=i not in (0, 1, 2), overflow="fold")
-    for row in conn_rows(result, len(result["captures"]) > 1):
+    for row in conn_rows(result, len(result["captures"]) > 1, ports_only=host is not None):
         cells = list(row)
         cells[3] = Text(row[3], PROTOCOL_STYLES.get(row[3], ""))
         if row[6] != "0":

@@ -1,0 +1,91 @@
+"""Screenshot-like checks: the timeline and stats of a real capture in 80- and 200-column terminals."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+from rich.cells import cell_len
+from rich.console import Console
+
+from wiredump.cli.output import Out
+from wiredump.cli.render import hex_lines, plain_table, short_latency
+from wiredump.cli.source import Run, annotate
+from wiredump.cli.stats import collect, print_rich
+from wiredump.cli.timeline import TimelineOptions, TimelinePrinter
+from wiredump.dissect.pipeline import Options
+
+
+def console(width: int) -> Console:
+    return Console(
+        width=width, record=True, force_terminal=True, color_system="truecolor", file=io.StringIO()
+    )
+
+
+def rich_timeline(pcap, width: int, **opts) -> tuple[str, str]:
+    c = console(width)
+    run = Run([str(pcap)], Options())
+    printer = TimelinePrinter(Out(console=c), TimelineOptions(**opts))
+    printer.run(run, annotate(run.events()))
+    printer.finish()
+    return c.export_text(), c.file.getvalue()
+
+
+@pytest.fixture(scope="module")
+def legacy(captures):
+    return captures / "kafka" / "kafka-python-legacy-msgset.pcap"
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_timeline_fits_the_terminal(legacy, width):
+    text, raw = rich_timeline(legacy, width)
+    lines = text.rstrip("\n").split("\n")
+    # 55 frames (pdus.tsv has 55 rows), one line each: nothing wrapped onto a second line.
+    assert len(lines) == 55
+    assert all(re.match(r"^\s*\d+\s+\d+\.\d{6}\s+\d+ ", x) for x in lines)
+    assert all(cell_len(x) <= width for x in lines)
+    assert "\x1b[" in raw  # coloured
+    unanswered = [x for x in lines if "[unanswered]" in x]
+    assert [int(x.split()[0]) for x in unanswered] == [20, 109, 175]
+    if width == 200:
+        assert "127.0.0.1:60024 → 127.0.0.1:9092 kafka" in text
+        assert not any(x.endswith("…") for x in lines if len(x) < 190)
+    else:
+        assert any(x.endswith("…") for x in lines)  # long summaries are cut, not wrapped
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_stats_fit_the_terminal(legacy, width):
+    c = console(width)
+    result = collect([str(legacy)], None, False).result()
+    print_rich(Out(console=c), result)
+    text = c.export_text()
+    lines = text.rstrip("\n").split("\n")
+    assert all(cell_len(x) <= width for x in lines)
+    # Every type row starts on a line of its own with its name whole.
+    for t in result["types"]:
+        assert any(re.match(rf"^ kafka\s+{t['type']}\s+{t['frames']}\s", x) for x in lines), t["type"]
+    rows = [x for x in lines if re.match(r"^ \d+\s+\S+\s+\S+\s+kafka\s+\d+", x)]
+    assert len(rows) == 15  # one line per connection (15 streams in the capture)
+    assert "Latency histogram" in text and "█" in text
+
+
+def test_hex_lines_mark_bytes():
+    data = bytes(range(20))
+    lines = list(hex_lines(data, [(1, 3)]))
+    assert lines[0].startswith("0000  00[01 02]03 04")
+    assert lines[0].endswith(" " + "".join(chr(b) if 32 <= b < 127 else "." for b in data[:16]))
+    assert lines[1].startswith("0010  10 11 12 13")
+
+
+def test_small_helpers():
+    assert [short_latency(v) for v in (None, 337, 1011, 50_100, 501_563, 3_005_000)] == [
+        "-",
+        "337µs",
+        "1.01ms",
+        "50.1ms",
+        "502ms",
+        "3.00s",
+    ]
+    assert list(plain_table(["a", "bb"], [["xyz", "1"]], right={1})) == ["a    bb", "---  --", "xyz   1"]
