@@ -255,6 +255,14 @@ def test_baseline_passes_on_own_capture_and_rerun(
     assert len(streams) == 7 and text.count("- protocol: kafka") == 7
     assert text.count("opens_with: [ApiVersions") == 7
     assert "9092" not in text and "correlation" not in text  # ports and ids left out
+    # Message totals per connection as the scenario reports them (201 sent, 201 received).
+    steps = [
+        s["step"]
+        for s in json.loads((captures / "kafka" / "kafka-python-basic.scenario.json").read_text())["steps"]
+    ]
+    assert "producer sent 201 to kp-basic (compression=None)" in steps
+    assert "consumer group kp-basic-group received 201/201" in steps
+    assert "    produce: {kp-basic: 201}" in text and "    deliver: {kp-basic: 201}" in text
     code, out, _ = run(["check", str(src), "--baseline", str(base)], capsys)
     assert code == 0, out
 
@@ -293,23 +301,50 @@ def test_baseline_fails_on_other_scenario_naming_first_difference(
 ) -> None:
     nobatch = captures / "pulsar" / "s01-producer-nobatch.pcap"
     batching = captures / "pulsar" / "s02-producer-batching.pcap"
+    s1 = json.loads((captures / "pulsar" / "s01-producer-nobatch.summary.json").read_text())
     s2 = json.loads((captures / "pulsar" / "s02-producer-batching.summary.json").read_text())
+
+    def first_send_run(summary: dict) -> tuple[int, int]:
+        client = [f["type"] for f in summary["frames"] if f["dir"] == "c2s"]
+        start = client.index("SEND")
+        assert client[:start] == ["CONNECT", "PARTITIONED_METADATA", "LOOKUP", "PRODUCER"]
+        n = 0
+        while client[start + n] == "SEND":
+            n += 1
+        return start, n
+
+    # Independent: both runs open CONNECT, PARTITIONED_METADATA, LOOKUP, PRODUCER; then s01
+    # sends 100 single messages in a row, s02 only a few batches before its next lookup:
+    # the first difference is s02's first SEND.
+    (i1, n1), (i2, n2) = first_send_run(s1), first_send_run(s2)
+    assert i1 == i2 == 4 and n1 == 100 and n2 < n1
     first_send = s2["payload_frames"][0]
-    assert first_send["type"] == "SEND"
-    # Independent: both runs open CONNECT, PARTITIONED_METADATA, LOOKUP, PRODUCER; s01 then
-    # sends single messages, s02 a batch of 40 — the first difference is s02's first SEND.
-    s2_client = [f["type"] for f in s2["frames"] if f["dir"] == "c2s"]
-    assert s2_client[:5] == ["CONNECT", "PARTITIONED_METADATA", "LOOKUP", "PRODUCER", "SEND"]
+    packet = first_send["packets"][1]
     base = tmp_path / "golden.yaml"
     assert run(["baseline", str(nobatch), "-o", str(base), "--ignore", "topics"], capsys)[0] == 0
     code, out, _ = run(["check", str(batching), "--baseline", str(base)], capsys)
     assert code == 1
     line = next(x for x in out.splitlines() if "FAIL connection 1" in x)
-    n = first_send["num_messages_in_batch"]
     assert (
-        f"first difference: client entry 5 (packet {first_send['packets'][1]}, frame 5): "
-        f"expected SEND messages=1 ×100; came SEND messages={n}" in line
+        f"first difference: client entry 5 (packet {packet}, frame 5): expected SEND ×{n1}; came SEND ×{n2}"
+        in line
     )
+
+    # With per-frame message counts the difference is the batch size (s02 batches 40 at first).
+    assert (
+        run(["baseline", str(nobatch), "-o", str(base), "--ignore", "topics", "--include", "batch"], capsys)[
+            0
+        ]
+        == 0
+    )
+    code, out, _ = run(["check", str(batching), "--baseline", str(base)], capsys)
+    same = 1
+    while s2["payload_frames"][same]["num_messages_in_batch"] == first_send["num_messages_in_batch"]:
+        same += 1
+    want = f"expected SEND batch=1 ×{n1}; came SEND batch={first_send['num_messages_in_batch']} ×{same}"
+    assert code == 1 and want in out
+    assert "messages produce *: expected 100; came 180" in out  # totals: summaries' batch sizes
+    assert sum(p["num_messages_in_batch"] or 1 for p in s2["payload_frames"] if p["type"] == "SEND") == 180
 
 
 def test_baseline_missing_and_unexpected_connections(
@@ -440,3 +475,30 @@ def test_allowed_errors_match_tshark(
     assert code == 1
     (check,) = json.loads(out)["suites"][0]["checks"]
     assert {(o["packet"], o["stream"]) for o in check["offenders"]} == bad
+
+
+def test_kafka_baseline_passes_on_real_reruns_with_other_codecs(
+    captures: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    k = captures / "kafka"
+    scen = {
+        c: json.loads((k / f"ck-compress-{c}.scenario.json").read_text()) for c in ("gzip", "lz4", "zstd")
+    }
+    for c in ("lz4", "zstd"):  # the same scenario, only the codec (and topic name) differ
+        assert [s["step"].replace(c, "X") for s in scen[c]["steps"]] == [
+            s["step"].replace("gzip", "X") for s in scen["gzip"]["steps"]
+        ]
+    ports = {
+        c: {r["stream"]: Pcap(k / f"ck-compress-{c}.pcap").tcp(int(r["first_frame"]))[2:] for r in pdus(k / f"ck-compress-{c}.pdus.tsv")}
+        for c in ("gzip", "zstd")
+    }  # fmt: skip
+    assert set(ports["gzip"].values()).isdisjoint(ports["zstd"].values())  # other client ports
+    base = tmp_path / "golden.yaml"
+    assert (
+        run(["baseline", str(k / "ck-compress-gzip.pcap"), "-o", str(base), "--ignore", "topics"], capsys)[0]
+        == 0
+    )
+    assert base.read_text().count("- protocol: kafka") == len(ports["gzip"]) == 7
+    for c in ("lz4", "zstd"):
+        code, out, _ = run(["check", str(k / f"ck-compress-{c}.pcap"), "--baseline", str(base)], capsys)
+        assert code == 0, out

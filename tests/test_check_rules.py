@@ -121,12 +121,12 @@ def test_sample_rules_file_is_valid() -> None:
 
 # -- baseline file mistakes ------------------------------------------------------------------------
 BASE = """wiredump_baseline: 1
-fields: [type, version, messages, repeat]
+fields: [type, version, batch, repeat]
 skip: [pulsar.PING]
 connections:
 - protocol: kafka
   client:
-  - {type: Produce, version: 9, messages: 3, repeat: 2}
+  - {type: Produce, version: 9, batch: 3, repeat: 2}
   server:
   - {type: Produce, version: 9}
 """
@@ -136,21 +136,22 @@ def test_baseline_loads(tmp_path: Path) -> None:
     p = tmp_path / "b.yaml"
     p.write_text(BASE)
     conns, config = baseline_file.load(str(p))
-    assert config.fields == {"type", "version", "messages", "repeat"}
+    assert config.fields == {"type", "version", "batch", "repeat"}
     assert conns[0].client[0].count == 2 and conns[0].client[0].data == {
         "type": "Produce",
         "version": 9,
-        "messages": 3,
+        "batch": 3,
     }
 
 
 @pytest.mark.parametrize(
     ("old", "new", "line", "words"),
     [
-        ("messages: 3,", "mesages: 3,", 7, "unknown key 'mesages'"),
-        ("version: 9, messages", "version: nine, messages", 7, "whole number"),
+        ("batch: 3,", "bach: 3,", 7, "unknown key 'bach'"),
+        ("batch: 3,", "messages: 3,", 7, "written `batch: N`"),
+        ("version: 9, batch", "version: nine, batch", 7, "whole number"),
         ("- protocol: kafka", "- protocol: kafkaa", 5, "unknown protocol"),
-        ("fields: [type, version, messages, repeat]", "fields: [type, messages, repeat]", 7, "'version'"),
+        ("fields: [type, version, batch, repeat]", "fields: [type, messages, repeat]", 7, "'version'"),
         ("repeat: 2}", "repeat: 0}", 7, "at least 1"),
         ("wiredump_baseline: 1", "wiredump_baseline: 7", 1, "not supported"),
     ],

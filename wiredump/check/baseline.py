@@ -146,7 +146,7 @@ _ENTRY_TYPES: dict[str, tuple[str, ...]] = {
     "status": ("str",),
     "error": ("str", "int"),
     "topics": ("list_str",),
-    "messages": ("int",),
+    "batch": ("int",),
     "repeat": ("int",),
     "partitions": ("list_int",),
     "compression": ("list_str",),
@@ -243,6 +243,12 @@ def _connection(loc: Loc, number: int, config: Config) -> ConnTranscript:
 def _entry(loc: Loc, what: str, config: Config) -> Entry:
     m = spec.mapping(loc, what)
     allowed = [k for k in FIELDS if k in _ENTRY_TYPES]
+    if "messages" in m and "messages" not in allowed:
+        raise SpecError(
+            loc.source,
+            loc.key_line("messages"),
+            f"{what}: per-frame message counts are written `batch: N` (`messages` is the per-connection total)",
+        )
     spec.known_keys(loc, allowed, what)
     if "type" not in m:
         raise loc.error(f"{what} has no type")

@@ -183,7 +183,7 @@ def compare(
             )
         else:
             o.message = f"differs from {matched}: {extra_lines[0]}"
-        lines = [d.text(repeat) for d in diffs] + extra_lines
+        lines = extra_lines + [d.text(repeat) for d in diffs]
         o.details = lines[:MAX_DIFF_LINES]
         if len(lines) > MAX_DIFF_LINES:
             o.details.append(f"… {len(lines) - MAX_DIFF_LINES} more differences")

@@ -6,7 +6,9 @@ version, status, error code, topics, message count. What changes from run to run
 (ports, timestamps, correlation and producer ids, producer names, offsets, the stream
 numbering) is left out unless asked for with `--include`. Consecutive identical entries
 collapse into one with `repeat: N`, so a producer sending 10,000 SENDs is one line and
-memory stays proportional to the number of distinct runs, not frames. Timing noise
+memory stays proportional to the number of distinct runs, not frames. How many messages
+each frame carries depends on client batching and timing, so by default only the
+per-connection totals (by direction and topic) are kept; `batch` adds the per-frame count. Timing noise
 (keep-alives: Pulsar PING/PONG, Kafka Heartbeat, Pravega KeepAlive) is skipped by default.
 """
 
@@ -24,27 +26,29 @@ from wiredump.check.spec import Loc
 from wiredump.dissect.model import OK, Frame
 
 ENTRY_FIELDS: dict[str, str] = {
+    # In the order entries are written.
     "type": "the frame type (always kept)",
+    "kind": "request, response or event",
     "version": "protocol version (Kafka api_version, TANK client version, Pravega wire version)",
     "status": "frame status when not ok (malformed, bad_checksum, …)",
     "error": "error code (and its name) of the frame",
     "topics": "topics (Pravega segments) the frame names",
-    "messages": "number of application messages carried, and per-connection totals by direction and topic",
-    "repeat": "how many times an entry repeats in a row",
-    "kind": "request, response or event",
+    "batch": "number of application messages the frame carries (depends on client batching and timing)",
     "partitions": "partitions of the messages carried",
     "compression": "compression codecs of the messages carried",
     "id": "correlation id (Kafka correlation id, Pulsar request id, …)",
     "producer": "producer / client names (Pulsar producer_name, Kafka client_id)",
     "offsets": "first and last offset or message id of the messages carried",
     "length": "frame length in bytes",
+    "repeat": "how many times an entry repeats in a row",
+    "messages": "per connection: application messages carried, by direction (produce/deliver) and topic",
     "port": "server port of the connection",
     "state": "how the connection ended (closed, reset, open, midstream)",
 }
 FIELDS = tuple(ENTRY_FIELDS)
 DEFAULT_FIELDS = ("type", "version", "status", "error", "topics", "messages", "repeat")
 DEFAULT_SKIP = ("pulsar.PING", "pulsar.PONG", "kafka.Heartbeat", "pravega.KeepAlive")
-CONNECTION_FIELDS = ("port", "state")
+CONNECTION_FIELDS = ("port", "state", "messages")
 
 _TOPIC_KEYS = {"topic", "topic_name", "segment"}
 _TOPIC_LISTS = {"topics", "topic_data", "responses", "partitions_metadata"}
@@ -112,8 +116,8 @@ def entry_of(f: Frame, fields: frozenset[str]) -> dict[str, Any]:
         t = topics_of(f)
         if t:
             e["topics"] = t
-    if "messages" in fields and f.messages:
-        e["messages"] = len(f.messages)
+    if "batch" in fields and f.messages:
+        e["batch"] = len(f.messages)
     if "partitions" in fields:
         parts = sorted({m.partition for m in f.messages if m.partition is not None})
         if parts:
@@ -144,7 +148,7 @@ def entry_key(e: dict[str, Any]) -> str:
 
 
 def entry_text(e: dict[str, Any]) -> str:
-    """`SEND messages=1 ×6`: an entry as one readable line."""
+    """`SEND batch=1 ×6`: an entry as one readable line."""
     parts = [str(e.get("type"))]
     for k, v in e.items():
         if k in ("type", "repeat"):

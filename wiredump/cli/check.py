@@ -25,8 +25,8 @@ FieldsOpt = Annotated[
     typer.Option(
         "--ignore",
         help="Leave a transcript field out (repeatable or comma-separated), e.g. --ignore topics,version. "
-        "Fields: type version status error topics messages repeat kind partitions compression id producer "
-        "offsets length port state.",
+        "Fields: type kind version status error topics batch partitions compression id producer offsets "
+        "length repeat messages port state (default: type version status error topics repeat messages).",
     ),
 ]
 IncludeOpt = Annotated[
