@@ -701,9 +701,8 @@ class PulsarSession(Session):
             parts.append(f"seq={sub.sequence_id}")
         parts.append(f"{n} msg{'s' if n != 1 else ''} {total_bytes} bytes{chunk_note}")
         if unpacked.compression:
-            parts.append(
-                f"{unpacked.compression} {len(body)}→{total_bytes if unpacked.decompressed else '?'}"
-            )
+            out_size = unpacked.size if unpacked.decompressed and unpacked.size is not None else "?"
+            parts.append(f"{unpacked.compression} {len(body)}→{out_size}")
         if unpacked.encrypted:
             parts.append("encrypted")
         if sec.broker_entry_metadata is not None:
