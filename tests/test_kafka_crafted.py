@@ -543,6 +543,18 @@ def test_api_versions_unsupported_answered_with_v0_body() -> None:
     assert f.fields["body"]["api_keys"] == [{"api_key": 18, "min_version": 0, "max_version": 2}]
 
 
+def test_api_versions_from_the_future_answered_with_v0() -> None:
+    header = struct.pack(">hhi", 18, 9, 4) + string("c") + b"\x00"
+    s, _ = new_session()
+    req = one(s, struct.pack(">i", len(header) + 3) + header + b"\x01\x01\x00")
+    assert req.status == "unsupported_version"
+    v0 = struct.pack(">h", 35) + struct.pack(">i", 1) + struct.pack(">hhh", 18, 0, 4)
+    f = one(s, struct.pack(">ii", len(v0) + 4, 4) + v0, "server")
+    assert f.status == "ok" and f.error == "UNSUPPORTED_VERSION" and f.version == 9
+    assert f.fields["header"]["body_version"] == 0
+    assert f.fields["body"]["api_keys"] == [{"api_key": 18, "min_version": 0, "max_version": 4}]
+
+
 def test_response_error_codes_first_non_zero_and_all_listed() -> None:
     s, _ = new_session()
     one(s, produce_v3(8, "t", 0, batch_v2(0, RECS)))

@@ -379,7 +379,11 @@ class KafkaSession(Session):
             return f
         api_key, version = req.context if isinstance(req.context, tuple) else (-1, -1)
         f.type, f.type_code, f.version = req.type, req.type_code, version
-        if req.status in (UNKNOWN_TYPE, UNSUPPORTED_VERSION):
+        if api_key == 18 and req.status == UNSUPPORTED_VERSION:
+            # A broker answers an ApiVersions version it does not know with a v0 body (NOTES §1).
+            version = 0
+            f.fields["header"]["body_version"] = 0
+        elif req.status in (UNKNOWN_TYPE, UNSUPPORTED_VERSION):
             f.flag(req.status, req.status, f"response to a request with {req.status.replace('_', ' ')}", None)
             f.summary = f"response to {req.type} v{version}"
             return f
