@@ -149,6 +149,9 @@ def test_batch_entries_match_the_independent_split(name: str) -> None:
             if not entries:
                 continue
             assert len(f.messages) == len(entries)
+            # The frame's own detail holds each entry's SingleMessageMetadata, as the summary does.
+            strip = [{k: v for k, v in e.items() if not k.startswith("_")} for e in entries]
+            assert norm([x["single_metadata"] for x in f.fields["entries"]]) == norm(strip)
             for m, e in zip(f.messages, entries, strict=True):
                 assert m.value_size == e["payload_size"]
                 assert m.key == (e["partition_key"].encode() if "partition_key" in e else None)

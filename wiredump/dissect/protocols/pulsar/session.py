@@ -602,6 +602,11 @@ class PulsarSession(Session):
                 f.anomalies.append(Anomaly(kind, detail, sec.payload_offset))
         batched = meta.HasField("num_messages_in_batch")
         fields["batch_entries"] = len(unpacked.entries) if batched and not unpacked.encrypted else None
+        if fields["batch_entries"] is not None:
+            fields["entries"] = [
+                {"batch_index": e.batch_index, "single_metadata": e.single_dict, "value_size": e.value_size}
+                for e in unpacked.entries
+            ]
         if unpacked.encrypted:
             fields["encrypted"] = True
         if unpacked.compression:
