@@ -75,7 +75,7 @@ def follow(
         typer.Option(
             "--width",
             min=40,
-            help="Columns to lay the conversation out in (default: the terminal's, or 120).",
+            help="Columns to lay the conversation out in (default: the terminal's, or 120), e.g. --width 160.",
         ),
     ] = None,
     color: Color = None,

@@ -1,0 +1,115 @@
+"""`wiredump show`, `wiredump follow` and every command's --help."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from cli_support import pcap_payload, read_tsv, run_cli
+
+
+@pytest.fixture(scope="module")
+def kafka_basic(captures):
+    return captures / "kafka" / "kafka-python-basic.pcap"
+
+
+def test_show_packet_tree_then_hex(capsys, kafka_basic):
+    res = run_cli(capsys, "show", kafka_basic, "--packet", "45", "-x", "--mark", "0:4")
+    assert res.code == 0, res.err
+    lines = res.out.splitlines()
+    assert re.match(
+        r"^\s+45\s+\S+\s+3 127\.0\.0\.1:36052 → 127\.0\.0\.1:9092 kafka\s+Produce v9 id=3 → #46", lines[0]
+    )
+    out = res.out
+    # field tree first (header then body), messages, then the hex dump
+    assert (
+        out.index('client_id: "heldout-kp-producer" (str)')
+        < out.index("acks: -1 (int)")
+        < out.index("0000 [")
+    )
+    assert "messages (50): (list[50])" in out  # 30 + 20 records in this Produce (see its summary)
+    assert 'topic: "kp-basic" (str)' in out
+    payload = pcap_payload(kafka_basic, 45)
+    # The size prefix (first 4 bytes) is marked: "[00 00 1d 0f]"
+    assert f"0000 [{payload[:4].hex(' ')}]{payload[4:8].hex(' ')}" in out
+    assert int.from_bytes(payload[:4], "big") + 4 == len(payload)
+
+
+def test_show_several_packets_and_a_missing_one(capsys, kafka_basic):
+    res = run_cli(capsys, "show", kafka_basic, "-p", "45", "-p", "46")
+    assert res.code == 0
+    assert "Produce v9 id=3 → #46" in res.out and "Produce v9 id=3 ← #45" in res.out
+    res = run_cli(capsys, "show", kafka_basic, "-p", "5")
+    assert res.code == 1
+    assert "no frame completes in packet #5" in res.err
+
+
+def test_show_packet_with_several_frames(capsys, captures):
+    """Pulsar s01: the summary lists the frames that end in each packet; show prints them all."""
+    pcap = captures / "pulsar" / "s01-producer-nobatch.pcap"
+    summary = json.loads(pcap.with_name("s01-producer-nobatch.summary.json").read_text())
+    counts: dict[int, int] = {}
+    for f in summary["frames"]:
+        counts[f["last_packet"]] = counts.get(f["last_packet"], 0) + 1
+    packet, n = max(counts.items(), key=lambda kv: kv[1])
+    assert n > 1
+    res = run_cli(capsys, "show", pcap, "-p", str(packet))
+    heads = [x for x in res.out.splitlines() if re.match(rf"^\s+{packet}\s", x)]
+    assert len(heads) == n
+
+
+def test_follow_stream_as_a_conversation(capsys, kafka_basic):
+    res = run_cli(capsys, "follow", kafka_basic, "--stream", "3", "--width", "100")
+    assert res.code == 0, res.err
+    lines = res.out.splitlines()
+    assert lines[0].startswith("client 127.0.0.1:36052") and "server 127.0.0.1:9092" in lines[0]
+    heads = [x for x in lines if re.search(r"#\d+ \d+\.\d{6} ", x)]
+    rows = [r for r in read_tsv(kafka_basic.with_name("kafka-python-basic.pdus.tsv")) if r["stream"] == "3"]
+    assert len(heads) == len(rows) == 14
+    for line, r in zip(heads, sorted(rows, key=lambda r: int(r["last_frame"])), strict=True):
+        assert f"#{r['last_frame']} " in line and f"{r['api_name']} v{r['api_version']}" in line
+        if r["dir"] == "req":
+            assert line.startswith("#")  # client on the left
+        else:
+            assert line.startswith(" " * 40)  # server on the right half
+    assert lines[-1].startswith("== 14 frames")
+    res = run_cli(capsys, "follow", kafka_basic, "--stream", "99")
+    assert res.code == 1 and "no TCP stream 99" in res.err
+
+
+COMMANDS = {
+    "timeline": [
+        "--filter",
+        "--decode-as",
+        "--count",
+        "--verbose",
+        "--hex",
+        "--format",
+        "--time",
+        "--all-anomalies",
+        "--mark",
+        "--color",
+        "--progress",
+    ],
+    "show": ["--packet", "--hex", "--mark", "--filter", "--decode-as", "--color"],
+    "stats": ["--json", "--decode-as", "--color", "--progress"],
+    "follow": ["--stream", "--filter", "--decode-as", "--width", "--color"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_help_explains_every_option_with_an_example(capsys, command):
+    res = run_cli(capsys, command, "--help")
+    assert res.code == 0
+    text = res.out
+    assert "Example" in text
+    for opt in COMMANDS[command]:
+        assert opt in text
+    # Each option's help line carries an example ("e.g." / "E.g.") or its own sample value.
+    options = text.split("Options:", 1)[1]
+    entries = re.split(r"\n  (?=-)", options)
+    for entry in entries:
+        if not entry.strip() or entry.strip().startswith("--help"):
+            continue
+        assert re.search(r"e\.g\.|E\.g\.|repeatable", entry), entry
