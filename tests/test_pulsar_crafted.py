@@ -650,3 +650,14 @@ def test_mutated_streams_never_make_the_decoder_raise() -> None:
             c.feed(role, bytes(d))
         out = c.finish()
         assert not [a for a in out.all_anomalies() if "decoder error" in a.detail]
+
+
+def test_corrupted_metadata_is_first_of_all_a_bad_checksum() -> None:
+    frame = bytearray(send(7, 0, meta(0), b"payload"))
+    at = frame.index(b"p-1") - 2  # the MessageMetadata's first tag, inside the CRC32C's range
+    frame[at] = 0xFF
+    out = opened().client(bytes(frame), send(7, 1, meta(1), b"next")).finish()
+    f = out.frames[4]
+    assert f.status == "bad_checksum"
+    assert [a.kind for a in f.anomalies][0] == "bad_checksum"
+    assert out.frames[5].status == "ok" and out.frames[5].messages[0].value == b"next"

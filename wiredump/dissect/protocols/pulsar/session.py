@@ -509,8 +509,6 @@ class PulsarSession(Session):
         self, f: Frame, data: bytes, start: int, role: str, t: int, sub: Any, extra: dict[str, Any]
     ) -> None:
         sec = payload.parse_section(data, start)
-        for kind, detail, offset in sec.problems:
-            f.flag(MALFORMED, kind, detail, offset)
         fields = f.fields
         if sec.broker_entry_metadata is not None:
             fields["broker_entry_metadata"] = schema.to_dict(sec.broker_entry_metadata)
@@ -527,6 +525,9 @@ class PulsarSession(Session):
                 f"CRC32C {sec.checksum:08x} on the wire, {sec.checksum_computed:08x} computed",
                 sec.metadata_offset - 4,
             )
+        # After the checksum: a corrupted frame's first status is bad_checksum, whatever else broke.
+        for kind, detail, offset in sec.problems:
+            f.flag(MALFORMED, kind, detail, offset)
         meta = sec.metadata
         if meta is None:
             extra["payload_line"] = "payload section unreadable"
