@@ -8,9 +8,24 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from crafted import ETHERNET, SLL2, Iface, Rec, gso_record, link, tcp, write_pcap, write_pcapng
+from crafted import (
+    ETHERNET,
+    IPV4,
+    LOOP,
+    NULL,
+    RAW,
+    SLL,
+    SLL2,
+    Iface,
+    Rec,
+    gso_record,
+    link,
+    tcp,
+    write_pcap,
+    write_pcapng,
+)
 
-from wiredump.dissect.capture import open_capture
+from wiredump.dissect.capture import Record, open_capture
 from wiredump.dissect.packet import parse_tcp
 
 needs_tshark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not installed")
@@ -76,10 +91,42 @@ def _all_captures(root: Path) -> list[Path]:
     )
 
 
-def _tshark_payloads(path: Path) -> list[int]:
-    """tcp.len of every frame as tshark reads it (0 when not TCP)."""
-    rows = [line.split("\t") for line in _tshark(path, "-T", "fields", "-e", "frame.number", "-e", "tcp.len")]
-    return [int(r[1]) if len(r) > 1 and r[1] else 0 for r in rows]
+TSHARK_FIELDS = (
+    "frame.time_epoch", "ip.src", "ipv6.src", "ip.dst", "ipv6.dst", "tcp.srcport", "tcp.dstport",
+    "tcp.seq_raw", "tcp.ack_raw", "tcp.flags", "tcp.payload",
+)  # fmt: skip
+
+
+def _tshark_rows(path: Path) -> list[tuple]:
+    """Per frame: (time µs, and for TCP: src, dst, ports, raw seq/ack, flags, payload) as tshark decodes it."""
+    args = ["-T", "fields", "-E", "occurrence=f"]
+    for f in TSHARK_FIELDS:
+        args += ["-e", f]
+    rows = []
+    for line in _tshark(path, *args):
+        t, ip4s, ip6s, ip4d, ip6d, sport, dport, seq, ack, flags, payload = line.split("\t")
+        ts = int(Decimal(t) * 1_000_000)
+        if not sport:
+            rows.append((ts, None))
+            continue
+        tcp_fields = (
+            ip4s or ip6s,
+            ip4d or ip6d,
+            int(sport),
+            int(dport),
+            int(seq),
+            int(ack),
+            int(flags, 16) & 0xFF,
+        )
+        rows.append((ts, (*tcp_fields, bytes.fromhex(payload))))
+    return rows
+
+
+def _our_row(rec: Record) -> tuple:
+    seg = parse_tcp(rec.linktype, rec.data)
+    if seg is None:
+        return (rec.ts_us, None)
+    return (rec.ts_us, (seg.src, seg.dst, seg.sport, seg.dport, seg.seq, seg.ack, seg.flags, seg.payload))
 
 
 @pytest.mark.tshark
@@ -87,37 +134,37 @@ def _tshark_payloads(path: Path) -> list[int]:
 @pytest.mark.skipif(shutil.which("mergecap") is None, reason="mergecap is not installed")
 def test_every_real_capture_matches_tshark(captures: Path, tmp_path: Path) -> None:
     """All captures concatenated by mergecap into one pcapng (one interface per capture, SLL and
-    Ethernet mixed): one tshark run, compared capture by capture and packet by packet."""
+    Ethernet mixed): one tshark run, compared packet by packet (time, addresses, ports, sequence
+    numbers, flags, payload bytes), then capture by capture for the counts."""
     paths = _all_captures(captures)
     assert paths
     merged = tmp_path / "all.pcapng"
     subprocess.run(["mergecap", "-a", "-F", "pcapng", "-w", str(merged), *map(str, paths)], check=True)
-    theirs = _tshark_payloads(merged)
-    ours: list[int] = []
+    theirs = _tshark_rows(merged)
     r = open_capture(str(merged))
-    for rec in r:
-        assert rec.number == len(ours) + 1
-        seg = parse_tcp(rec.linktype, rec.data)
-        ours.append(len(seg.payload) if seg is not None else 0)
+    ours = [_our_row(rec) for rec in r]
     assert r.truncated is None and r.skipped_unknown_link == 0
-    assert ours == theirs
+    assert len(ours) == len(theirs)
+    for i, (a, b) in enumerate(zip(ours, theirs, strict=True)):
+        assert a == b, f"packet {i + 1}"
     start = 0
     for path in paths:  # each capture alone holds the same records, in the same order
         recs, segs, nbytes, _ = _ours(path)
-        part = theirs[start : start + recs]
-        assert (recs, segs, nbytes) == (len(part), sum(1 for x in part if x), sum(part)), path
+        part = [len(x[1][-1]) for x in theirs[start : start + recs] if x[1] is not None]
+        assert (recs, segs, nbytes) == (
+            min(recs, len(theirs) - start),
+            sum(1 for x in part if x),
+            sum(part),
+        ), path
         start += recs
     assert start == len(theirs)
 
 
-def _tshark_times_us(path: Path) -> list[int]:
-    return [int(Decimal(x) * 1_000_000) for x in _tshark(path, "-T", "fields", "-e", "frame.time_epoch")]
-
-
 @pytest.mark.tshark
 @needs_tshark
+@pytest.mark.skipif(shutil.which("mergecap") is None, reason="mergecap is not installed")
 def test_crafted_files_read_like_tshark(tmp_path: Path) -> None:
-    """The crafted files are valid for tshark, and our numbers, times and payloads agree with it."""
+    """The crafted files are valid for tshark, and every packet reads the same with us and with it."""
     ifaces = [Iface(ETHERNET, tsresol=9), Iface(SLL2, tsresol=0x80 | 10), Iface(ETHERNET)]
     recs = [
         Rec(
@@ -132,22 +179,41 @@ def test_crafted_files_read_like_tshark(tmp_path: Path) -> None:
         ),
         Rec(gso_record(b"3" * 70000), ts_us=1_700_000_001_000_001, iface=2),
     ]
-    for endian in ("<", ">"):
-        p = write_pcapng(tmp_path / f"x{endian == '<'}.pcapng", ifaces, recs, endian=endian)
-        got = list(open_capture(str(p)))
-        rows = [
-            line.split("\t") for line in _tshark(p, "-T", "fields", "-e", "frame.time_epoch", "-e", "tcp.len")
-        ]
-        assert [g.ts_us for g in got] == [int(Decimal(r[0]) * 1_000_000) for r in rows]
-        lens = [int(r[1]) for r in rows]
-        ours = [len(parse_tcp(g.linktype, g.data).payload) for g in got]
-        assert ours == lens == [3, 3, 70000]
+    files = [
+        write_pcapng(tmp_path / f"x{endian == '<'}.pcapng", ifaces, recs, endian=endian) for endian in "<>"
+    ]
     for nano in (False, True):
-        for endian in ("<", ">"):
-            p = write_pcap(
-                tmp_path / f"y{nano}{endian == '<'}.pcap",
-                [Rec(link(ETHERNET, tcp(payload=b"abc")), ts_us=1_700_000_000_654_321 + i) for i in range(3)],
-                nano=nano,
-                endian=endian,
+        for endian in "<>":
+            files.append(
+                write_pcap(
+                    tmp_path / f"y{nano}{endian == '<'}.pcap",
+                    [
+                        Rec(link(ETHERNET, tcp(payload=b"abc")), ts_us=1_700_000_000_654_321 + i)
+                        for i in range(3)
+                    ],
+                    nano=nano,
+                    endian=endian,
+                )
             )
-            assert [g.ts_us for g in open_capture(str(p))] == _tshark_times_us(p)
+    v4, v6 = tcp(payload=b"four"), tcp("fe80::1", "fe80::2", payload=b"six", ext=("routing", "dest"))
+    for lt in (SLL, NULL, LOOP, RAW, IPV4):
+        pkts = [v4] if lt == IPV4 else [v4, v6]
+        files.append(
+            write_pcap(
+                tmp_path / f"lt{lt}.pcap",
+                [Rec(link(lt, p, af=30 if lt == NULL and p is v6 else None)) for p in pkts],
+                linktype=lt,
+            )
+        )
+    # One tshark run (its start-up dominates): mergecap, which reads each file with tshark's own
+    # library, concatenates them.
+    merged = tmp_path / "all.pcapng"
+    subprocess.run(["mergecap", "-a", "-F", "pcapng", "-w", str(merged), *map(str, files)], check=True)
+    theirs = _tshark_rows(merged)
+    start = 0
+    for path in files:
+        ours = [_our_row(rec) for rec in open_capture(str(path))]
+        assert ours == theirs[start : start + len(ours)], path.name
+        assert all(r[1] is not None for r in ours), path.name
+        start += len(ours)
+    assert start == len(theirs)
