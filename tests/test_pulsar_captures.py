@@ -241,3 +241,27 @@ def test_topics_on_messages() -> None:
     producers = {f.fields["command"]["topic"] for f in d.frames if f.type == "PRODUCER"}
     subscribed = {f.fields["command"]["topic"] for f in d.frames if f.type == "SUBSCRIBE"}
     assert topics == producers | subscribed == {"persistent://public/default/s02-telemetry"}
+
+
+def test_acks_name_the_packets_that_delivered_the_messages() -> None:
+    d = decoded("s04-consumer.pcap")
+    ref = sorted(d.summary["frames"], key=lambda x: x["last_packet"])
+    checked = 0
+    for f in (f for f in d.frames if f.type == "ACK"):
+        ack = next(r for r in ref if r["type"] == "ACK" and r["last_packet"] == f.packet)
+        expected = []
+        for mid in ack["command"]["message_id"]:
+            deliveries = [
+                r["last_packet"]
+                for r in ref
+                if r["type"] == "MESSAGE"
+                and r["last_packet"] <= f.packet
+                and r["command"]["consumer_id"] == ack["command"]["consumer_id"]
+                and r["command"]["message_id"]["ledgerId"] == mid["ledgerId"]
+                and r["command"]["message_id"]["entryId"] == mid["entryId"]
+            ]
+            if deliveries:
+                expected.append(deliveries[-1])
+        assert f.fields.get("delivered_in_packets", []) == expected
+        checked += len(expected)
+    assert checked >= 20

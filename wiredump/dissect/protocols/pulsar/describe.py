@@ -88,7 +88,10 @@ def line(type_name: str, cmd: dict[str, Any], extra: dict[str, Any]) -> str:
     if t == "ACK":
         ids = g("message_id") or []
         more = f" (+{len(ids) - 1} more)" if len(ids) > 1 else ""
-        return _short(f"consumer_id={g('consumer_id')} {g('ack_type')} {mid(ids[0] if ids else None)}{more}")
+        topic = f" topic={extra['topic']}" if extra.get("topic") else ""
+        return _short(
+            f"consumer_id={g('consumer_id')} {g('ack_type')} {mid(ids[0] if ids else None)}{more}{topic}"
+        )
     if t == "LOOKUP":
         return _short(f"{g('topic')}" + (" authoritative" if g("authoritative") else ""))
     if t == "LOOKUP_RESPONSE":

@@ -110,6 +110,8 @@ class PulsarSession(Session):
         self.protocol_version: int | None = None
         self.producers: _Bounded = _Bounded(MAX_TRACKED_IDS)
         self.consumers: _Bounded = _Bounded(MAX_TRACKED_IDS)
+        self.deliveries: _Bounded = _Bounded(MAX_TRACKED_IDS)
+        """(consumer_id, ledger, entry) → the MESSAGE frame that delivered it, for acks."""
         self.chunks = ChunkAssembler(max_bytes=min(ctx.limits.max_decompressed, 64 * MiB))
         self.show_secrets = bool(ctx.options.get("show_secrets"))
 
@@ -481,6 +483,14 @@ class PulsarSession(Session):
             if c is not None:
                 c["acked"] += len(sub.message_id)
                 f.fields["consumer"] = self._consumer_view(c)
+                extra["topic"] = c["topic"]
+            delivered = []
+            for mid in sub.message_id:
+                fr = self.deliveries.get((sub.consumer_id, mid.ledgerId, mid.entryId))
+                if fr is not None and fr.packet:
+                    delivered.append(fr.packet)
+            if delivered:
+                f.fields["delivered_in_packets"] = delivered
         elif t in (SEND_RECEIPT, SEND_ERROR, CLOSE_PRODUCER):
             p = self.producers.get(sub.producer_id)
             if p is not None:
@@ -692,6 +702,7 @@ class PulsarSession(Session):
                 )
             )
         if t == MESSAGE:
+            self.deliveries.put((sub.consumer_id, mid.ledgerId, mid.entryId), f)
             c = self.consumers.get(sub.consumer_id)
             if c is not None:
                 c["delivered"] += len(unpacked.entries)
