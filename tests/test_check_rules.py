@@ -201,3 +201,24 @@ def test_loader_keeps_lines() -> None:
     assert root is not None
     assert root.value["a"].value["c"].line == 3
     assert root.value["a"].value["b"].value[1].line == 2
+
+
+def test_colour_only_when_asked_or_on_a_terminal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from wiredump.check.outcome import Offender, Outcome
+    from wiredump.check.report import console_for, text
+
+    outcomes = [
+        Outcome("run.pcap", "forbid [gap]", False, "1 occurrence", 1, "r.yaml", [Offender("run.pcap", 7, 0)]),
+        Outcome("run.pcap", "max_unanswered *", True, "0 unanswered", 2, "r.yaml"),
+    ]
+    plain = tmp_path / "plain.txt"
+    with open(plain, "w") as fh:  # a file, as a CI log is: no escape codes
+        text(outcomes, console_for(fh, None))
+    body = plain.read_text()
+    assert "\x1b[" not in body
+    assert "  FAIL forbid [gap]: 1 occurrence (r.yaml:1)\n       packet 7 stream 0\n" in body
+    assert "FAILED: 1 of 2 checks broken" in body
+    forced = tmp_path / "colour.txt"
+    with open(forced, "w") as fh:
+        text(outcomes, console_for(fh, True))
+    assert "\x1b[" in forced.read_text() and "forbid [gap]" in forced.read_text()

@@ -34,13 +34,19 @@ def _where(o: Outcome) -> str:
     return o.source or ""
 
 
-def failure_lines(o: Outcome) -> list[str]:
+TEXT_LISTED = 10
+"""Places listed per rule in the text report (JSON and JUnit list up to MAX_OFFENDERS)."""
+
+
+def failure_lines(o: Outcome, limit: int | None = None) -> list[str]:
     """What broke, one line each: the diff when there is one, else the offending places."""
     if o.details:
         return list(o.details)
-    lines = [f"{off.where()}: {off.detail}" if off.detail else off.where() for off in o.offenders]
-    if o.more:
-        lines.append(f"… and {o.more} more")
+    shown = o.offenders if limit is None else o.offenders[:limit]
+    lines = [f"{off.where()}: {off.detail}" if off.detail else off.where() for off in shown]
+    rest = o.violations - len(shown)
+    if rest:
+        lines.append(f"… and {rest} more")
     return lines
 
 
@@ -76,7 +82,7 @@ def text(outcomes: list[Outcome], console: Console, verbose: bool = True) -> Non
             where = f" [dim]({escape(_where(o))})[/dim]" if _where(o) else ""
             console.print(f"  {tag} {escape(o.rule)}: {escape(o.message)}{where}")
             if not o.passed:
-                for line in failure_lines(o):
+                for line in failure_lines(o, TEXT_LISTED):
                     console.print(f"       {escape(line)}")
     failed = [o for o in outcomes if not o.passed]
     total = len(outcomes)
