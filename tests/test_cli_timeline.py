@@ -195,3 +195,68 @@ def test_missing_capture_is_one_line_exit_2(capsys, tmp_path):
     res = run_cli(capsys, tmp_path / "nope.pcap")
     assert res.code == 2
     assert res.err.strip().count("\n") == 0 and "no such file" in res.err
+
+
+def _edit_pcap(src, dst, drop=(), dup=()):
+    """Copy a pcap, leaving out the `drop` packets and writing the `dup` packets twice."""
+    import struct
+
+    b = src.read_bytes()
+    out, pos, n = [b[:24]], 24, 0
+    while pos + 16 <= len(b):
+        incl = struct.unpack_from("<I", b, pos + 8)[0]
+        rec = b[pos : pos + 16 + incl]
+        pos += 16 + incl
+        n += 1
+        if n in drop:
+            continue
+        out.append(rec)
+        if n in dup:
+            out.append(rec)
+    dst.write_bytes(b"".join(out))
+
+
+def test_gap_and_retransmission_lines(capsys, captures, tmp_path):
+    """Drop a data packet inside Pravega's 1 MiB append and repeat one inside the 3 MiB append."""
+    src = captures / "pravega" / "p08-large-events.pcap"
+    missing = len(pcap_payload(src, 31))
+    repeated = len(pcap_payload(src, 61))
+    assert missing == repeated == 65483
+    pcap = tmp_path / "gap.pcap"
+    _edit_pcap(src, pcap, drop={31}, dup={61})
+    res = run_cli(capsys, pcap)
+    out = res.out.splitlines()
+    gap = [x for x in out if "! gap" in x]
+    assert len(gap) == 1 and f"{missing} client bytes missing" in gap[0]
+    assert any("! resync (pravega)" in x for x in out)
+    assert not any("retransmission" in x for x in out)
+    frames = parse_lines(res.out)
+    cut = next(x for x in frames if x["type"] == "AppendBlockEnd")
+    assert "truncated" in cut["badges"]
+    assert any(x["badges"] and "after gap" in x["badges"] for x in frames)
+    res = run_cli(capsys, pcap, "-A")
+    retrans = [x for x in res.out.splitlines() if "! retransmission" in x]
+    # Packet numbers shift by one after the dropped packet: the second copy of old #61 is #61.
+    assert len(retrans) == 1 and retrans[0].split()[0] == "61" and f"{repeated} client bytes" in retrans[0]
+    # With a filter, only frames are shown.
+    res = run_cli(capsys, pcap, "-Y", "stream == 0")
+    import re
+
+    assert res.out and not any(re.match(r"^\s*\d+\s+\S+\s+\d+ ! ", x) for x in res.out.splitlines())
+
+
+def test_progress_bar_only_on_a_terminal_and_never_in_ci(capsys, monkeypatch, kafka_basic):
+    from wiredump.cli.source import Progress
+
+    monkeypatch.setenv("CI", "true")
+    assert Progress.wanted() is False
+    monkeypatch.delenv("CI")
+    assert Progress.wanted() is False  # stderr is captured here, not a terminal
+    res = run_cli(capsys, kafka_basic)
+    assert res.err == ""
+    bar = Progress(total=200, enabled=True)
+    bar.update(100, 1234)
+    bar.close()
+    err = capsys.readouterr().err
+    assert "\r[" in err and " 50.0%" in err and "1,234 packets" in err
+    assert err.endswith("\r")  # the bar wipes itself
