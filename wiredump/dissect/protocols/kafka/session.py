@@ -44,6 +44,10 @@ MAX_CLIENT_ID = 4096
 SECRET_FIELDS = frozenset({"auth_bytes", "salted_password", "hmac", "salt"})
 MAX_GUESS_BYTES = 1 * MiB
 _YES, _NO, _WAIT = 1, -1, 0
+GUESS_ALL_BELOW = 4096
+COMMON_APIS = frozenset(
+    {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 18, 19, 20, 22, 32, 36, 17, 60, 68, 71, 72, 75}
+)
 
 
 def plausible_client_id(buf: bytes | bytearray, pos: int, end: int) -> bool | None:
@@ -458,21 +462,26 @@ class KafkaSession(Session):
 
     def _guess(self, f: Frame, data: bytes, complete: bool) -> None:
         """A response whose request was not captured: try the layouts that could fit."""
-        candidates: list[tuple[int, int]] = list(reversed(self._seen))
-        if len(data) <= MAX_GUESS_BYTES:
-            for key, vs in schema.api_versions().items():
-                for v in sorted(vs, reverse=True):
-                    if (key, v) not in self._seen:
-                        candidates.append((key, v))
-        seen_count = len(self._seen)
+        seen = list(reversed(self._seen))
         fits: list[tuple[int, int, dict[str, Any]]] = []
-        for i, (key, v) in enumerate(candidates):
-            if i >= seen_count and fits:
-                break  # a layout this connection uses fits: prefer it
+        for key, v in seen:
             body = self._try(data, key, v)
             if body is not None:
                 fits.append((key, v, body))
-                if i < seen_count:
+                break  # a layout this connection uses fits: prefer it
+        if not fits and len(data) <= MAX_GUESS_BYTES:
+            # Every other layout, the APIs clients use most first. Small bodies often fit
+            # several layouts: for them, collect the alternatives to show the ambiguity.
+            used_keys = {k for k, _ in seen}
+            order = sorted(schema.api_versions(), key=lambda k: (k not in used_keys, k not in COMMON_APIS, k))
+            for key in order:
+                for v in sorted(schema.api_versions()[key], reverse=True):
+                    if (key, v) in self._seen:
+                        continue
+                    body = self._try(data, key, v)
+                    if body is not None:
+                        fits.append((key, v, body))
+                if fits and (len(data) > GUESS_ALL_BELOW or len(fits) >= 10):
                     break
         f.fields["no_request"] = True
         if not fits:
