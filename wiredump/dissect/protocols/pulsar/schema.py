@@ -53,6 +53,8 @@ def signed64(v: int) -> int:
 
 def raw_type(data: bytes) -> int | None:
     """BaseCommand field 1 (type) read straight from the wire, whatever protobuf makes of it."""
+    if len(data) >= 2 and data[0] == 0x08 and data[1] < 0x80:
+        return data[1]  # every known encoder writes the type first, in one byte
     c = Cursor(data)
     try:
         while c.left:
