@@ -660,3 +660,32 @@ def test_sasl_authenticate_bytes_masked() -> None:
     s, _ = new_session()
     f = one(s, struct.pack(">i", len(header) + len(body)) + header + body)
     assert f.status == "ok" and f.fields["body"]["auth_bytes"] == "<12 bytes masked>"
+
+
+def test_tagged_struct_by_name_in_fetch_v12() -> None:
+    # FetchResponse v12 (FetchResponse.json): per partition, tag 1 = CurrentLeader {LeaderId, LeaderEpoch}.
+    req_header = struct.pack(">hhi", 1, 12, 77) + string("c") + b"\x00"
+    req_body = struct.pack(
+        ">iiiibii", -1, 500, 1, 1 << 20, 0, 0, -1
+    )  # replica, wait, min, max, iso, session, epoch
+    req_body += uvarint(2) + cstring("t") + uvarint(2)
+    req_body += (
+        struct.pack(">iiqiqi", 0, -1, 0, -1, 0, 1 << 20) + b"\x00" + b"\x00"
+    )  # partition + tags, topic tags
+    req_body += uvarint(1) + cstring("") + b"\x00"  # forgotten topics (empty), rack id, tags
+    s, _ = new_session()
+    req = one(s, struct.pack(">i", len(req_header) + len(req_body)) + req_header + req_body)
+    assert req.status == "ok", req.anomalies
+    records = batch_v2(0, RECS)
+    leader = struct.pack(">ii", 3, 9) + b"\x00"
+    part = struct.pack(">ihqqq", 0, 6, 10, 10, 0) + uvarint(0) + struct.pack(">i", -1)
+    part += uvarint(len(records) + 1) + records
+    part += uvarint(1) + uvarint(1) + uvarint(len(leader)) + leader
+    body = struct.pack(">ihi", 0, 0, 0) + uvarint(2) + cstring("t") + uvarint(2) + part + b"\x00" + b"\x00"
+    f = one(s, struct.pack(">ii", len(body) + 5, 77) + b"\x00" + body, "server")
+    assert f.status == "ok", f.anomalies
+    p = f.fields["body"]["responses"][0]["partitions"][0]
+    assert p["current_leader"] == {"leader_id": 3, "leader_epoch": 9}
+    assert p["aborted_transactions"] is None
+    assert (f.error_code, f.error) == (6, "NOT_LEADER_OR_FOLLOWER")
+    assert [m.offset for m in f.messages] == [0, 1, 2] and {m.topic for m in f.messages} == {"t"}
