@@ -38,17 +38,23 @@ class Out:
         self.rich = self.console is not None
         self.width = self.console.width if self.console is not None else 200
         self._pending: list[Text] = []
+        self._wrap = False
 
-    def line(self, plain: str, styled: Callable[[], Text] | None = None) -> None:
-        """One line; `styled` builds its rich form only when it will be used."""
+    def line(self, plain: str, styled: Callable[[], Text] | None = None, wrap: bool = False) -> None:
+        """One line; `styled` builds its rich form only when it will be used.
+
+        On a terminal a line is cropped with an ellipsis at the width, unless `wrap`
+        (detail lines, whose values should not be lost) folds it onto more lines.
+        """
         if self.console is None:
             sys.stdout.write(plain)
             sys.stdout.write("\n")
             return
-        text = styled() if styled is not None else Text(plain, no_wrap=True, overflow="ellipsis")
-        self._pending.append(text)
-        if len(self._pending) >= 64:
+        text = styled() if styled is not None else Text(plain)
+        if wrap != self._wrap or len(self._pending) >= 64:
             self.flush()
+            self._wrap = wrap
+        self._pending.append(text)
 
     def render(self, renderable: RenderableType) -> None:
         """A rich renderable (table, panel) on a terminal; callers give plain text otherwise."""
@@ -60,7 +66,10 @@ class Out:
         if self.console is not None:
             if self._pending:
                 block = Text("\n").join(self._pending)
-                self.console.print(block, no_wrap=True, overflow="ellipsis", crop=True, soft_wrap=False)
+                if self._wrap:
+                    self.console.print(block, overflow="fold", soft_wrap=False)
+                else:
+                    self.console.print(block, no_wrap=True, overflow="ellipsis", crop=True, soft_wrap=False)
                 self._pending.clear()
         else:
             try:

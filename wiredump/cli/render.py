@@ -473,14 +473,16 @@ def hex_lines(data: bytes, marks: list[tuple[int, int]] | None = None) -> Iterat
         yield f"{off:04x} {''.join(cells)}{close} {ascii_}"
 
 
-def rich_hex_lines(data: bytes, marks: list[tuple[int, int]] | None = None) -> Iterator[Text]:
-    """The same dump; marked bytes in reverse video instead of brackets."""
+def rich_hex_lines(
+    data: bytes, marks: list[tuple[int, int]] | None = None, per_line: int = 16
+) -> Iterator[Text]:
+    """The same dump; marked bytes in reverse video instead of brackets (8 a line in narrow terminals)."""
     marks = marks or []
-    for off in range(0, len(data), 16):
-        chunk = data[off : off + 16]
+    for off in range(0, len(data), per_line):
+        chunk = data[off : off + per_line]
         t = Text(end="")
         t.append(f"{off:04x} ", "dim")
-        for j in range(16):
+        for j in range(per_line):
             t.append("  " if j == 8 else " ")
             if j < len(chunk):
                 t.append(f"{chunk[j]:02x}", "reverse bold" if _marked(off + j, marks) else "")

@@ -140,7 +140,7 @@ class TimelinePrinter:
         out = self.out
         for t in detail_lines(f):
             if out.rich:
-                out.line("", lambda t=t: rich_tree_line(t))
+                out.line("", lambda t=t: rich_tree_line(t), wrap=True)
             else:
                 out.line(plain_tree_line(t))
 
@@ -153,7 +153,7 @@ class TimelinePrinter:
             (a.offset, a.offset + 1) for a in f.anomalies if a.offset is not None and a.offset < len(f.data)
         ]
         if out.rich:
-            for t in rich_hex_lines(f.data, marks):
+            for t in rich_hex_lines(f.data, marks, 16 if out.width >= 76 else 8):
                 out.line("", lambda t=t: t)
         else:
             for s in hex_lines(f.data, marks):
