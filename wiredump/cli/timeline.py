@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Annotated
 
 import typer
+from rich.text import Text
 
 from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, UsageError, app, make_options
 from wiredump.cli.output import Out
@@ -192,6 +193,9 @@ class TimelinePrinter:
             if not started:
                 self.clock.start(run.info.first_ts_us)
                 started = True
+                if len(run.paths) > 1 and opts.fmt == "text":
+                    head = f"==> {run.info.name} <=="
+                    self.out.line(head, lambda head=head: Text(head, "bold"))
             if kind == FRAME:
                 f = ev.obj
                 if flt is not None and not flt.matches(f, ev.capture):
