@@ -414,3 +414,23 @@ def test_iterating_twice_is_refused(tmp_path: Path) -> None:
     assert len(list(r)) == 1
     with pytest.raises(RuntimeError):
         list(r)
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_memory_stays_bounded(tmp_path: Path, compress: bool) -> None:
+    """A 24 MB capture is streamed: peak memory stays near the read chunk, not the file size."""
+    import tracemalloc
+
+    one = write_pcap(tmp_path / "one.pcap", [Rec(link(ETHERNET, tcp(payload=b"m" * 1400)))]).read_bytes()
+    body = one[24:] * (24_000_000 // (len(one) - 24))
+    p = tmp_path / "big.pcap"
+    p.write_bytes(gzip.compress(one[:24] + body, 1) if compress else one[:24] + body)
+    del body
+    tracemalloc.start()
+    try:
+        count = sum(1 for _ in open_capture(str(p)))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert count == 24_000_000 // (len(one) - 24)
+    assert peak < 8_000_000, peak

@@ -28,7 +28,7 @@ __all__ = ["CaptureError", "Record", "CaptureReader", "open_capture"]
 
 CHUNK = 1 << 20
 """Bytes read from the file at a time."""
-GZIP_OUT_CHUNK = 4 << 20
+GZIP_OUT_CHUNK = 1 << 20
 """Most bytes one gzip step may inflate to, so a compression bomb cannot blow up memory."""
 MAX_RECORD = 16 << 20
 """A record claiming more than this is treated as corruption, not buffered."""
@@ -308,6 +308,7 @@ class CaptureReader:
                     return
                 need = hsize + incl
             parts = [buf[pos:]]
+            buf = b""  # let the consumed chunk go before the next one arrives
             have = n - pos
             while have < need:
                 b = next(chunks, b"")
@@ -449,6 +450,7 @@ class CaptureReader:
                     return
                 need = blen
             parts = [buf[pos:]]
+            buf = b""  # let the consumed chunk go before the next one arrives
             have = n - pos
             while have < need:
                 b = next(chunks, b"")
