@@ -89,3 +89,38 @@ def test_small_helpers():
         "3.00s",
     ]
     assert list(plain_table(["a", "bb"], [["xyz", "1"]], right={1})) == ["a    bb", "---  --", "xyz   1"]
+
+
+def test_badges_and_plain_line_for_bad_frames():
+    from wiredump.cli.render import badges, parts, plain_line, rich_line
+    from wiredump.dissect.model import Anomaly, Frame
+
+    f = Frame(protocol="pulsar", type="SEND", type_code=6, kind="request", correlation_id=4)
+    f.role, f.packet, f.stream = "client", 12, 0
+    f.src, f.src_port, f.dst, f.dst_port = "10.0.0.1", 50000, "10.0.0.2", 6650
+    f.summary = "producer_id=0 seq=4"
+    f.flag("bad_checksum", "bad_checksum", "crc32c 0x1 != 0x2", 20)
+    f.anomalies.append(Anomaly("decompression_failed", "lz4: bad frame", 30))
+    assert badges(f, "unanswered", "gap") == [
+        "bad_checksum",
+        "decompression_failed",
+        "unanswered",
+        "after gap",
+    ]
+    line = plain_line(parts(f, "1.000000", "unanswered"))
+    assert line == (
+        "    12   1.000000   0 10.0.0.1:50000 → 10.0.0.2:6650 pulsar  SEND id=4 "
+        "[bad_checksum, decompression_failed, unanswered]  producer_id=0 seq=4"
+    )
+    r = Frame(protocol="kafka", type="Produce", type_code=0, kind="response", version=9, correlation_id=3)
+    r.role, r.packet, r.stream, r.peer_packet, r.latency_us = "server", 46, 3, 45, 1011
+    r.src, r.src_port, r.dst, r.dst_port = "127.0.0.1", 9092, "127.0.0.1", 36052
+    r.error, r.error_code, r.summary = "NOT_LEADER_OR_FOLLOWER", 6, "t[0]@-1"
+    p = parts(r, "0.056109")
+    assert plain_line(p) == (
+        "    46   0.056109   3 127.0.0.1:36052 ← 127.0.0.1:9092 kafka   Produce v9 id=3 ← #45 1.011ms "
+        "[error NOT_LEADER_OR_FOLLOWER]  t[0]@-1"
+    )
+    styled = rich_line(p, 200)
+    assert styled.plain == plain_line(p)
+    assert any("red" in str(span.style) for span in styled.spans)
