@@ -658,8 +658,12 @@ def test_sasl_authenticate_bytes_masked() -> None:
     header = struct.pack(">hhi", 36, 1, 5) + string("c")
     body = struct.pack(">i", 12) + b"\x00bob\x00hunter2"
     s, _ = new_session()
+    hs = struct.pack(">hhi", 17, 1, 4) + string("c") + string("PLAIN")
+    one(s, struct.pack(">i", len(hs)) + hs)
     f = one(s, struct.pack(">i", len(header) + len(body)) + header + body)
     assert f.status == "ok" and f.fields["body"]["auth_bytes"] == "<12 bytes masked>"
+    assert f.fields["body"]["username"] == "bob" and f.summary == "mechanism PLAIN user bob"
+    assert "hunter2" not in repr(f.fields)
 
 
 def test_tagged_struct_by_name_in_fetch_v12() -> None:

@@ -117,6 +117,7 @@ class KafkaSession(Session):
         self._seen: OrderedDict[tuple[int, int], None] = OrderedDict()
         self.show_secrets = bool(ctx.options.get("show_secrets"))
         self._synced = {"client": False, "server": False}
+        self._raw_auth: bytes | None = None
 
     # -- framing ---------------------------------------------------------------------------
     def frame_length(self, buf: bytes | bytearray, pos: int, role: str) -> int:
@@ -331,18 +332,49 @@ class KafkaSession(Session):
                     self._handshakes[corr] = self.sasl_mechanism
             if api_key in (11, 14):
                 embedded.annotate(api_key, "request", body, None)
+            if api_key == 36:
+                self._sasl_authenticate(body)
         correlator.request(f, corr, expects)
         if stats:
             f.fields["record_stats"] = stats
         f.summary = summarize(f, body, None)
         return f
 
+    def _sasl_authenticate(self, body: dict[str, Any]) -> None:
+        """Show the mechanism and user of a SaslAuthenticate request; the secret stays masked."""
+        body["mechanism"] = self.sasl_mechanism
+        raw = self._raw_auth
+        self._raw_auth = None
+        if not isinstance(raw, bytes):
+            return
+        user: str | None = None
+        if self.sasl_mechanism == "PLAIN" and raw.count(b"\0") == 2:
+            user = raw.split(b"\0")[1].decode("utf-8", "replace")
+        elif (
+            self.sasl_mechanism
+            and self.sasl_mechanism.startswith("SCRAM")
+            and raw.startswith((b"n,", b"y,", b"p="))
+        ):
+            for attr in raw.split(b","):
+                if attr.startswith(b"n="):
+                    user = attr[2:].decode("utf-8", "replace")
+                    break
+        if user is not None:
+            body["username"] = user
+
     def _body(
         self, f: Frame, data: bytes, start: int, plan: schema.Plan, hook: Any, complete: bool, kind: str
     ) -> dict[str, Any] | None:
         secrets = frozenset() if self.show_secrets else SECRET_FIELDS
+        if f.type_code == 36 and kind == "request" and not self.show_secrets:
+            secrets = SECRET_FIELDS - {"auth_bytes"}
         try:
             body, errors, end = decode_body(data, start, plan, hook, secrets)
+            if f.type_code == 36 and kind == "request":
+                raw = body.get("auth_bytes")
+                self._raw_auth = raw
+                if isinstance(raw, bytes) and not self.show_secrets:
+                    body["auth_bytes"] = f"<{len(raw)} bytes masked>"
         except (Short, Bad, BadRecord) as e:
             if complete:
                 f.flag(

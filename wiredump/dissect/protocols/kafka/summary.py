@@ -140,6 +140,13 @@ def _sasl_handshake(f: Frame, body: dict[str, Any], is_req: bool) -> str:
     return f"mechanisms {_join([str(m) for m in body.get('mechanisms') or []])}"
 
 
+def _sasl_authenticate(f: Frame, body: dict[str, Any], is_req: bool) -> str:
+    if is_req:
+        user = f" user {body['username']}" if body.get("username") else ""
+        return f"mechanism {body.get('mechanism')}{user}"
+    return body.get("error_message") or ""
+
+
 def _init_producer_id(f: Frame, body: dict[str, Any], is_req: bool) -> str:
     if is_req:
         return f"txn {body.get('transactional_id')}" if body.get("transactional_id") else ""
@@ -215,6 +222,7 @@ _BY_KEY = {
     3: _metadata,
     10: _find_coordinator,
     17: _sasl_handshake,
+    36: _sasl_authenticate,
     18: _api_versions,
     22: _init_producer_id,
 }
