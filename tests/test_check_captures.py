@@ -502,3 +502,31 @@ def test_kafka_baseline_passes_on_real_reruns_with_other_codecs(
     for c in ("lz4", "zstd"):
         code, out, _ = run(["check", str(k / f"ck-compress-{c}.pcap"), "--baseline", str(base)], capsys)
         assert code == 0, out
+
+
+def test_latency_numbers_equal_the_stats_command(captures: Path) -> None:
+    """`check` must never disagree with `wiredump stats` on a percentile."""
+    from wiredump.check.evaluate import SuiteEvaluator
+    from wiredump.check.rules import parse
+    from wiredump.check.spec import load
+    from wiredump.dissect.pipeline import dissect
+    from wiredump.dissect.stats import StatsCollector
+
+    src = str(captures / "pulsar" / "s04-consumer.pcap")
+    stats = StatsCollector()
+    events = list(dissect([src]))
+    stats.add_events(events)
+    lat = {(t.protocol, t.type): t.as_dict()["latency_us"] for t in stats.types.values() if t.latencies}
+    assert lat
+    text = "latency_ms:\n" + "".join(f"  {p}.{t}: {{p50: 0, p90: 0, p99: 0, max: 0}}\n" for p, t in lat)
+    ev = SuiteEvaluator(parse(load(text, "r.yaml"), "r.yaml"), src)
+    for e in events:
+        ev.feed(e)
+    for o in ev.outcomes():
+        p, t = o.rule.split(" ", 1)[1].split(".", 1)
+        s = lat[(p, t)]
+        want = ", ".join(
+            f"{k} {s[k] / 1000:.3f} ms" + (" ≤ 0 ms" if s[k] == 0 else " > 0 ms")
+            for k in ("p50", "p90", "p99", "max")
+        )
+        assert o.message == f"{want} over {s['count']} exchange{'s' * (s['count'] != 1)}"
