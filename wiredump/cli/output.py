@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Callable
 
 from rich.console import Console, RenderableType
@@ -39,6 +40,7 @@ class Out:
         self.width = self.console.width if self.console is not None else 200
         self._pending: list[Text] = []
         self._wrap = False
+        self._flushed = time.monotonic()
 
     def line(self, plain: str, styled: Callable[[], Text] | None = None, wrap: bool = False) -> None:
         """One line; `styled` builds its rich form only when it will be used.
@@ -51,10 +53,12 @@ class Out:
             sys.stdout.write("\n")
             return
         text = styled() if styled is not None else Text(plain)
-        if wrap != self._wrap or len(self._pending) >= 64:
+        if wrap != self._wrap:
             self.flush()
             self._wrap = wrap
         self._pending.append(text)
+        if len(self._pending) >= 64 or time.monotonic() - self._flushed > 0.2:
+            self.flush()  # keep a live capture (`tcpdump -w - | wiredump -`) moving
 
     def render(self, renderable: RenderableType) -> None:
         """A rich renderable (table, panel) on a terminal; callers give plain text otherwise."""
@@ -63,6 +67,7 @@ class Out:
         self.console.print(renderable)
 
     def flush(self) -> None:
+        self._flushed = time.monotonic()
         if self.console is not None:
             if self._pending:
                 block = Text("\n").join(self._pending)
