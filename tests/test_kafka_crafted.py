@@ -693,3 +693,15 @@ def test_tagged_struct_by_name_in_fetch_v12() -> None:
     assert p["aborted_transactions"] is None
     assert (f.error_code, f.error) == (6, "NOT_LEADER_OR_FOLLOWER")
     assert [m.offset for m in f.messages] == [0, 1, 2] and {m.topic for m in f.messages} == {"t"}
+
+
+def test_frame_cut_by_the_end_of_the_stream_keeps_what_was_read() -> None:
+    whole = produce_v3(1, "orders", 2, batch_v2(0, RECS))
+    fr, out = engine()
+    fr.feed("client", whole[:60], 1, 1)
+    fr.finish()
+    (f,) = out.frames
+    assert f.status == "truncated" and f.type == "Produce"
+    body = f.fields["body"]
+    assert body["acks"] == -1 and body["topic_data"][0]["name"] == "orders"
+    assert "orders" in f.summary

@@ -75,10 +75,13 @@ class BodyDecoder:
         return n
 
     # -- values ----------------------------------------------------------------------------
-    def struct(self, plan: Plan, stack: list[dict[str, Any]]) -> dict[str, Any]:
+    def struct(
+        self, plan: Plan, stack: list[dict[str, Any]], out: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         if len(stack) > MAX_DEPTH:
             raise Bad("structs nested too deep", self.cur.pos)
-        out: dict[str, Any] = {}
+        if out is None:
+            out = {}
         stack.append(out)
         # No try/finally: any exception aborts the whole body, stack and path included.
         value = self.value
@@ -161,13 +164,17 @@ class BodyDecoder:
             if elem.code == STRUCT:
                 plan = elem.struct
                 assert plan is not None
-                items = []
+                items: list[dict[str, Any]] = []
+                if stack and op.name:
+                    stack[-1][op.name] = items  # visible in the partial decode if the bytes run out
                 at = [op.name, 0]
                 self._path.append(at)
                 struct_ = self.struct
                 for i in range(n):
                     at[1] = i
-                    items.append(struct_(plan, stack))
+                    d: dict[str, Any] = {}
+                    items.append(d)
+                    struct_(plan, stack, d)
                 self._path.pop()
                 return items
             return [self.value(elem, stack) for _ in range(n)]
@@ -224,7 +231,13 @@ def decode_body(
     """
     cur = Cursor(data, start)
     dec = BodyDecoder(cur, records, secrets)
-    out = dec.struct(plan, [])
+    stack: list[dict[str, Any]] = []
+    try:
+        out = dec.struct(plan, stack)
+    except (Short, Bad) as e:
+        e.partial = stack[0] if stack else None  # type: ignore[union-attr]  # what was read before the cut
+        e.errors = dec.errors  # type: ignore[union-attr]
+        raise
     return out, dec.errors, cur.pos
 
 

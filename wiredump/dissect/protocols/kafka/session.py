@@ -376,11 +376,18 @@ class KafkaSession(Session):
                 if isinstance(raw, bytes) and not self.show_secrets:
                     body["auth_bytes"] = f"<{len(raw)} bytes masked>"
         except (Short, Bad, BadRecord) as e:
+            partial = getattr(e, "partial", None)
+            if isinstance(partial, dict):
+                f.fields["body"] = partial  # what was read before the bytes ran out or stopped fitting
+                f.fields["body_stops_at"] = getattr(e, "offset", None)
             if complete:
                 f.flag(
                     MALFORMED, "malformed", f"{f.type} v{f.version} {kind}: {e}", getattr(e, "offset", None)
                 )
-            return None
+            errors = getattr(e, "errors", None)
+            if errors:
+                f.error_code, f.error = errors[0][1], schema.error_name(errors[0][1])
+            return partial if not complete and isinstance(partial, dict) else None
         f.fields["body"] = body
         if end != len(data):
             f.flag(
