@@ -344,9 +344,25 @@ class CaptureReader:
         # per interface: (linktype, mult, div, shift, offset_us, snaplen)
         ifaces: list[tuple[int, int, int, int, int, int]] = []
         supported = SUPPORTED_LINKTYPES
+        rec = Record
+        max_block = MAX_RECORD
         while True:
             while pos + 12 <= n:
                 btype, blen = bhdr.unpack_from(buf, pos)
+                # Fast path: a well-formed Enhanced Packet Block of a known interface and link type.
+                if btype == 6 and 32 <= blen <= max_block and not blen & 3 and pos + blen <= n:
+                    ifid, hi, lo, caplen, origlen = epb.unpack_from(buf, pos + 8)
+                    if ifid < len(ifaces) and caplen <= blen - 32:
+                        lt, mult, div, shift, offset_us, _snap = ifaces[ifid]
+                        if lt in supported:
+                            number += 1
+                            ts = (hi << 32) | lo
+                            if mult != 1 or shift or div != 1:
+                                ts = ((ts * mult) >> shift) // div
+                            start = pos + 28
+                            yield rec(number, ts + offset_us, lt, buf[start : start + caplen], origlen)
+                            pos += blen
+                            continue
                 if btype == PCAPNG_SHB:
                     bom = buf[pos + 8 : pos + 12]
                     endian = "<" if bom == b"\x4d\x3c\x2b\x1a" else ">" if bom == b"\x1a\x2b\x3c\x4d" else ""
