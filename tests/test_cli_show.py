@@ -89,6 +89,7 @@ COMMANDS = {
         "--time",
         "--all-anomalies",
         "--mark",
+        "--line-buffered",
         "--color",
         "--progress",
     ],

@@ -294,9 +294,23 @@ def timeline(
             "--mark", help="With -x: highlight bytes START[:LENGTH] of each frame, e.g. --mark 0:4."
         ),
     ] = None,
+    line_buffered: Annotated[
+        bool,
+        typer.Option(
+            "-l",
+            "--line-buffered",
+            help="Flush the output after each frame, as tshark -l, for live captures, e.g. "
+            "tcpdump -U -w - port 9092 | wiredump - -l | grep Produce.",
+        ),
+    ] = False,
     color: Color = None,
     progress: ProgressOpt = True,
 ) -> None:
+    if line_buffered:
+        try:
+            sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+        except (AttributeError, ValueError):
+            pass
     opts = TimelineOptions(
         filter=compile_or_exit(display_filter),
         count=count,
