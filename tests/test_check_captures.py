@@ -530,3 +530,19 @@ def test_latency_numbers_equal_the_stats_command(captures: Path) -> None:
             for k in ("p50", "p90", "p99", "max")
         )
         assert o.message == f"{want} over {s['count']} exchange{'s' * (s['count'] != 1)}"
+
+
+def test_capture_without_frames_is_judged(
+    captures: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    empty = tmp_path / "empty.pcap"
+    empty.write_bytes((captures / "kafka" / "kafka-python-basic.pcap").read_bytes()[:24])  # header only
+    rules = tmp_path / "r.yaml"
+    rules.write_text("expect:\n  kafka.*: {min: 1}\n")
+    code, out, _ = run(
+        ["check", str(empty), str(captures / "kafka" / "kafka-python-basic.pcap"), "--rules", str(rules)],
+        capsys,
+    )
+    assert code == 1
+    assert f"{empty}\n  FAIL expect kafka.*: 0 frames, expected ≥ 1" in out
+    assert "PASS expect kafka.*" in out

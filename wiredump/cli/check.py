@@ -175,25 +175,28 @@ def check(
 
     suites: dict[object, SuiteEvaluator] = {}
     capture_no = 0  # a capture given twice is judged twice, as two suites
+
+    def suite_for(capture: str) -> SuiteEvaluator:
+        assert ruleset is not None
+        key: object = "all captures" if combined else capture_no
+        s = suites.get(key)
+        if s is None:
+            name = "all captures" if combined else capture
+            if any(x.suite == name for x in suites.values()):
+                name = f"{name} (#{capture_no + 1})"
+            s = suites[key] = SuiteEvaluator(ruleset, name)
+        return s
+
     for ev in dissect(captures, options):
         if builder is not None:
             builder.feed(ev)
         if ev.kind == CAPTURE_END:
             _warn_truncated(ev)
+            if ruleset is not None:
+                suite_for(ev.capture)  # a capture without any frame is judged too
             capture_no += 1
-            continue
-        if ruleset is not None:
-            key: object = "all captures" if combined else capture_no
-            s = suites.get(key)
-            if s is None:
-                name = "all captures" if combined else ev.capture
-                if any(x.suite == name for x in suites.values()):
-                    name = f"{name} (#{capture_no + 1})"
-                s = suites[key] = SuiteEvaluator(ruleset, name)
-            s.feed(ev)
-    if ruleset is not None and not suites:
-        for c in captures if not combined else ["all captures"]:
-            suites[c] = SuiteEvaluator(ruleset, c)
+        elif ruleset is not None:
+            suite_for(ev.capture).feed(ev)
 
     outcomes = []
     for s in suites.values():
