@@ -661,3 +661,41 @@ def test_corrupted_metadata_is_first_of_all_a_bad_checksum() -> None:
     assert f.status == "bad_checksum"
     assert [a.kind for a in f.anomalies] == ["bad_checksum", "malformed"]
     assert out.frames[5].status == "ok" and out.frames[5].messages[0].value == b"next"
+
+
+def test_third_party_broker_message_without_checksum_is_split_and_unchecked() -> None:
+    # pulsar-lite, for one, delivers MESSAGE frames without the 0x0e01 block.
+    sub = simple(
+        command(
+            "SUBSCRIBE", topic="persistent://t/ns/q", subscription="s", subType=0, consumer_id=5, request_id=1
+        )
+    )
+    mid = pb.MessageIdData(ledgerId=0, entryId=6)
+    raw = batch([(b"one", "a"), (b"two", "b"), (b"three", None)])
+    m = meta(0, num_messages_in_batch=3)
+    msg = with_payload(command("MESSAGE", consumer_id=5, message_id={"_msg": mid}), m, raw, checksum=False)
+    out = Conn().client(CONNECT).server(CONNECTED).client(sub).server(msg).finish()
+    f = out.frames[-1]
+    assert f.status == "ok" and f.fields["checksum_ok"] is None
+    assert [(x.value, x.key, x.message_id, x.checksum_ok) for x in f.messages] == [
+        (b"one", b"a", "0:6:-1:0", None),
+        (b"two", b"b", "0:6:-1:1", None),
+        (b"three", None, "0:6:-1:2", None),
+    ]
+
+
+def test_producer_success_not_ready_waits_for_the_ready_one() -> None:
+    waiting = simple(command("PRODUCER_SUCCESS", request_id=1, producer_name="p-1", producer_ready=False))
+    out = (
+        Conn()
+        .client(CONNECT)
+        .server(CONNECTED)
+        .client(PRODUCER)
+        .server(waiting)
+        .server(PRODUCER_SUCCESS)
+        .finish()
+    )
+    producer, first, ready = out.frames[2:]
+    assert first.peer_packet is None and "not ready" in first.summary
+    assert producer.peer_packet == ready.packet and ready.peer_packet == producer.packet
+    assert [e.status for e in out.exchanges if e.type == "PRODUCER"] == ["answered"]
