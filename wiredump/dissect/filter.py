@@ -64,7 +64,7 @@ def _attr(name: str) -> Getter:
     return get
 
 
-_TOPIC_KEYS = frozenset({"topic", "topic_name", "topicname"})
+_TOPIC_KEYS = frozenset({"topic", "topic_name", "topicname", "segment", "segment_name"})
 _TOPIC_LISTS = frozenset({"topics", "topic_names", "responses", "partitions", "topic_data"})
 
 
