@@ -546,3 +546,21 @@ def test_capture_without_frames_is_judged(
     assert code == 1
     assert f"{empty}\n  FAIL expect kafka.*: 0 frames, expected ≥ 1" in out
     assert "PASS expect kafka.*" in out
+
+
+def test_json_baseline_round_trip(captures: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = captures / "tank" / "t02-bundles.pcap"
+    as_json, as_yaml = tmp_path / "b.json", tmp_path / "b.yaml"
+    assert run(["baseline", str(src), "-o", str(as_json)], capsys)[0] == 0
+    assert run(["baseline", str(src), "-o", str(as_yaml)], capsys)[0] == 0
+    import yaml
+
+    assert json.loads(as_json.read_text()) == yaml.safe_load(as_yaml.read_text())
+    for b in (as_json, as_yaml):
+        code, out, _ = run(["check", str(src), "--baseline", str(b)], capsys)
+        assert code == 0, out
+    # Independent: the produced message count equals the TANK summary's.
+    summary = json.loads((captures / "tank" / "t02-bundles.summary.json").read_text())
+    doc = json.loads(as_json.read_text())
+    produced = sum(sum(c.get("messages", {}).get("produce", {}).values()) for c in doc["connections"])
+    assert produced == summary["produced_messages"]

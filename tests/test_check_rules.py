@@ -108,6 +108,9 @@ def test_cli_exit_2_for_missing_rules_or_capture(tmp_path: Path, capsys: pytest.
     assert code == 2 and "none.pcap" in err and "Traceback" not in err
     code, _, err = run(["check", "x.pcap"], capsys)
     assert code == 2 and "--rules" in err
+    not_a_capture = str(DATA / "rules-clean.yaml")
+    code, _, err = run(["check", not_a_capture, "--rules", not_a_capture], capsys)
+    assert code == 2 and "not a pcap" in err and "Traceback" not in err
 
 
 def test_sample_rules_file_is_valid() -> None:
