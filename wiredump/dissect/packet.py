@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 __all__ = ["Segment", "parse_tcp", "SUPPORTED_LINKTYPES", "LINKTYPE_NAMES"]
@@ -77,18 +78,27 @@ IPV6_FRAGMENT = 44
 MAX_IPV6_EXT = 16
 PROTO_TCP = 6
 
-# Fast path: Ethernet + IPv4 + TCP in one unpack (ethertype, version/IHL, total length,
-# flags/fragment offset, protocol, src, dst, sport, dport, seq, ack, data offset, flags).
-_ETH_IP4_TCP = struct.Struct("!12xHBxH2xHxB2x4s4sHHIIBB")
-_ETH_IP4_TCP_LEN = _ETH_IP4_TCP.size  # 14 + 20 + 14
+# Fast path: link header + IPv4 without options + TCP in one unpack per link type (network
+# type, version/IHL, total length, flags/fragment offset, protocol, src, dst, sport, dport, seq,
+# ack, data offset, flags).
+_IP4_TCP_FMT = "BxH2xHxB2x4s4sHHIIBB"
+_FAST_PATHS: dict[int, tuple[Callable[[bytes], tuple], int, frozenset[int]]] = {
+    # link type: (unpacker, link header length, network-type values meaning IPv4)
+    1: (struct.Struct("!12xH" + _IP4_TCP_FMT).unpack_from, 14, frozenset((0x0800,))),  # Ethernet
+    113: (struct.Struct("!14xH" + _IP4_TCP_FMT).unpack_from, 16, frozenset((0x0800,))),  # SLL
+    276: (struct.Struct("!H18x" + _IP4_TCP_FMT).unpack_from, 20, frozenset((0x0800,))),  # SLL2
+    0: (struct.Struct("!I" + _IP4_TCP_FMT).unpack_from, 4, frozenset((2, 0x02000000))),  # NULL, either order
+    108: (struct.Struct("!I" + _IP4_TCP_FMT).unpack_from, 4, frozenset((2,))),  # OpenBSD loopback
+}
+_fast_get = _FAST_PATHS.get
+_MAX_PLAIN_IP = 0xFFFF
+"""Longer datagrams are offloaded ones whose IPv4 length field cannot be trusted."""
+
 _IP4 = struct.Struct("!BxH2xHxB2x4s4s")
 _TCP = struct.Struct("!HHIIBB")
 _U16 = struct.Struct("!H")
 _IP6_FIXED = struct.Struct("!4xHBx16s16s")
 
-_eth_ip4_tcp = _ETH_IP4_TCP.unpack_from
-_MAX_PLAIN_ETH = 14 + 0xFFFF
-"""Longer Ethernet records carry offloaded datagrams whose IPv4 length field cannot be trusted."""
 
 _addr_cache: dict[bytes, str] = {}
 _cache_get = _addr_cache.get
@@ -109,17 +119,20 @@ def _addr(raw: bytes) -> str:
 def parse_tcp(linktype: int, data: bytes) -> Segment | None:
     """The TCP segment a link-layer record carries, or None for anything else (or unreadable)."""
     n = len(data)
-    if linktype == LT_ETHERNET and n >= _ETH_IP4_TCP_LEN:
-        etype, vihl, tot, frag, proto, s, d, sport, dport, seq, ack, off, flags = _eth_ip4_tcp(data)
-        if etype == ETH_IPV4 and vihl == 0x45 and proto == PROTO_TCP and not frag & 0x3FFF:
-            start = 34 + ((off >> 4) << 2)
-            end = 14 + tot
-            # Common case: a whole datagram with a sane TCP header, of a size the length field can say.
-            if off >= 0x50 and start <= end <= n and tot and n <= _MAX_PLAIN_ETH:
-                src = _cache_get(s) or _addr(s)
-                dst = _cache_get(d) or _addr(d)
-                return Segment(src, dst, sport, dport, seq, ack, flags, data[start:end], 0)
-            return _parse_ip(data, 14, 4)
+    fast = _fast_get(linktype)
+    if fast is not None:
+        unpack, l2, ipv4_types = fast
+        if n >= l2 + 34:
+            ntype, vihl, tot, frag, proto, s, d, sport, dport, seq, ack, off, flags = unpack(data)
+            if vihl == 0x45 and proto == PROTO_TCP and ntype in ipv4_types and not frag & 0x3FFF:
+                start = l2 + 20 + ((off >> 4) << 2)
+                end = l2 + tot
+                # Common case: a whole datagram with a sane TCP header, of a size the length field can say.
+                if off >= 0x50 and start <= end <= n and tot and n - l2 <= _MAX_PLAIN_IP:
+                    src = _cache_get(s) or _addr(s)
+                    dst = _cache_get(d) or _addr(d)
+                    return Segment(src, dst, sport, dport, seq, ack, flags, data[start:end], 0)
+                return _parse_ip(data, l2, 4)
     off = _network_offset(linktype, data)
     if off is None:
         return None
