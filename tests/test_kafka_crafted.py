@@ -705,3 +705,30 @@ def test_frame_cut_by_the_end_of_the_stream_keeps_what_was_read() -> None:
     body = f.fields["body"]
     assert body["acks"] == -1 and body["topic_data"][0]["name"] == "orders"
     assert "orders" in f.summary
+
+
+def test_one_byte_segments() -> None:
+    # Every byte in its own segment: framing must wait, never guess, and find the same frames.
+    fr, out = engine()
+    packet = 0
+    convo = [
+        ("client", fetch_v4_request(1, "t")),
+        ("server", fetch_v4_response(1, "t", batch_v2(0, RECS))),
+        ("client", produce_v3(2, "t", 0, batch_v2(3, RECS))),
+        ("client", produce_v3(3, "t", 1, batch_v2(3, RECS), acks=0)),
+    ]
+    for role, data in convo:
+        for i in range(len(data)):
+            packet += 1
+            fr.feed(role, data[i : i + 1], packet, packet)
+    fr.finish()
+    assert [(f.kind, f.type, f.correlation_id, f.status) for f in out.frames] == [
+        ("request", "Fetch", 1, "ok"),
+        ("response", "Fetch", 1, "ok"),
+        ("request", "Produce", 2, "ok"),
+        ("request", "Produce", 3, "ok"),
+    ]
+    assert out.anomalies == []
+    assert sum(len(f.messages) for f in out.frames) == 9
+    first = out.frames[0]
+    assert (first.first_packet, first.packet) == (1, len(convo[0][1]))
