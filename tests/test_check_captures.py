@@ -294,6 +294,19 @@ def test_baseline_passes_on_real_rerun_with_other_codec(
     assert code == 0, out
     code, out, _ = run(["check", str(snappy), "--baseline", str(base)], capsys)
     assert code == 1 and "s03-compressed-snappy" in out
+    # Or keep the topics, recorded through a pattern that covers every codec's topic name.
+    topics = {f["command"]["topic"] for f in s2["frames"] if f["type"] == "PRODUCER"}
+    assert topics == {"persistent://public/default/s03-compressed-snappy"}
+    pattern = r"persistent://public/default/s03-compressed-\w+"
+    yaml_base = tmp_path / "golden.yaml"
+    assert run(["baseline", str(lz4), "-o", str(yaml_base), "--topic-pattern", pattern], capsys)[0] == 0
+    assert f"topic_patterns: ['{pattern}']" in yaml_base.read_text()
+    for codec in ("snappy", "zlib", "zstd"):
+        other = captures / "pulsar" / f"s03-compression-{codec}.pcap"
+        code, out, _ = run(["check", str(other), "--baseline", str(yaml_base)], capsys)
+        assert code == 0, out
+    code, out, _ = run(["check", str(snappy), "--baseline", str(base), "--topic-pattern", pattern], capsys)
+    assert code == 0, out
 
 
 def test_baseline_fails_on_other_scenario_naming_first_difference(

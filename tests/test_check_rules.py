@@ -157,6 +157,12 @@ def test_baseline_loads(tmp_path: Path) -> None:
         ("fields: [type, version, batch, repeat]", "fields: [type, messages, repeat]", 7, "'version'"),
         ("repeat: 2}", "repeat: 0}", 7, "at least 1"),
         ("wiredump_baseline: 1", "wiredump_baseline: 7", 1, "not supported"),
+        (
+            "skip: [pulsar.PING]",
+            "skip: [pulsar.PING]\ntopic_patterns: ['orders-(']",
+            4,
+            "bad regular expression",
+        ),
     ],
 )
 def test_baseline_mistakes_exit_2(

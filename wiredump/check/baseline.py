@@ -32,7 +32,7 @@ HEADER = (
     "# Re-create with `wiredump baseline CAPTURE… -o FILE`; compare with `wiredump check CAPTURE… --baseline FILE`.\n"
     "# `fields` lists what each entry keeps, `skip` the frame types left out (see docs/check.md).\n"
 )
-TOP_KEYS = ("wiredump_baseline", "fields", "skip", "connections")
+TOP_KEYS = ("wiredump_baseline", "fields", "skip", "topic_patterns", "connections")
 CONN_KEYS = ("protocol", "opens_with", "port", "state", "messages", "client", "server")
 DIRECTIONS = ("produce", "deliver")
 
@@ -56,6 +56,7 @@ def document(conns: Iterable[ConnTranscript], config: Config) -> dict[str, Any]:
         "wiredump_baseline": FORMAT_VERSION,
         "fields": [f for f in FIELDS if f in config.fields],
         "skip": list(config.skip),
+        **({"topic_patterns": list(config.topic_patterns)} if config.topic_patterns else {}),
         "connections": out_conns,
     }
 
@@ -112,6 +113,8 @@ def _json(doc: dict[str, Any]) -> str:
     lines.append(f'  "wiredump_baseline": {one(doc["wiredump_baseline"])},')
     lines.append(f'  "fields": {one(doc["fields"])},')
     lines.append(f'  "skip": {one(doc["skip"])},')
+    if "topic_patterns" in doc:
+        lines.append(f'  "topic_patterns": {one(doc["topic_patterns"])},')
     lines.append('  "connections": [')
     for ci, c in enumerate(doc["connections"]):
         lines.append("    {")
@@ -188,7 +191,18 @@ def parse(root: Loc | None, source: str) -> tuple[list[ConnTranscript], Config]:
             text = spec.text(s, "a frame name to skip")
             names.parse(s, text, i)
             skip.append(text)
-    config = Config(frozenset(fields), tuple(skip))
+    patterns: list[str] = []
+    if "topic_patterns" in top:
+        import re
+
+        for x in spec.sequence(top["topic_patterns"], "topic_patterns"):
+            text = spec.text(x, "a topic pattern (regular expression)")
+            try:
+                re.compile(text)
+            except re.error as e:
+                raise x.error(f"bad regular expression {text!r}: {e}") from None
+            patterns.append(text)
+    config = Config(frozenset(fields), tuple(skip), tuple(patterns))
     conns: list[ConnTranscript] = []
     if "connections" not in top:
         raise SpecError(source, root.line, "the baseline has no `connections` list")

@@ -15,8 +15,9 @@ per-connection totals (by direction and topic) are kept; `batch` adds the per-fr
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,8 +102,11 @@ def _producers(f: Frame) -> list[str]:
     return sorted(out)
 
 
-def entry_of(f: Frame, fields: frozenset[str]) -> dict[str, Any]:
-    """A frame as a transcript entry: only the chosen fields, in a fixed order, empty ones left out."""
+def entry_of(f: Frame, fields: frozenset[str], topic: Callable[[str], str] = str) -> dict[str, Any]:
+    """A frame as a transcript entry: only the chosen fields, in a fixed order, empty ones left out.
+
+    `topic` maps a topic name to how it is recorded (see `Config.topic_patterns`).
+    """
     e: dict[str, Any] = {"type": f.type}
     if "kind" in fields:
         e["kind"] = f.kind
@@ -113,7 +117,7 @@ def entry_of(f: Frame, fields: frozenset[str]) -> dict[str, Any]:
     if "error" in fields and f.error_code is not None:
         e["error"] = f"{f.error_code} {f.error}" if f.error else f.error_code
     if "topics" in fields:
-        t = topics_of(f)
+        t = sorted({topic(x) for x in topics_of(f)})
         if t:
             e["topics"] = t
     if "batch" in fields and f.messages:
@@ -215,11 +219,22 @@ class Config:
 
     fields: frozenset[str] = frozenset(DEFAULT_FIELDS)
     skip: tuple[str, ...] = DEFAULT_SKIP
+    topic_patterns: tuple[str, ...] = ()
+    """Regular expressions; a topic that matches one whole is recorded as the expression
+    itself, so topic names that carry a run id (`orders-3f9a…`) compare equal."""
     _patterns: list[Pattern] = field(default_factory=list)
+    _topic_res: list[tuple[str, re.Pattern[str]]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         dummy = Loc(None, 0, 0, "--skip")
         self._patterns = [names.parse(dummy, s, i) for i, s in enumerate(self.skip)]
+        self._topic_res = [(p, re.compile(p)) for p in self.topic_patterns]
+
+    def topic(self, name: str) -> str:
+        for text, rx in self._topic_res:
+            if rx.fullmatch(name):
+                return text
+        return name
 
     def skipped(self, f: Frame) -> bool:
         return any(p.matches(f.protocol, f.type) for p in self._patterns)
@@ -261,10 +276,10 @@ class TranscriptBuilder:
         fields = self.config.fields
         if "messages" in fields:
             for m in f.messages:
-                topic = (m.topic or "-") if "topics" in fields else "*"
+                topic = self.config.topic(m.topic or "-") if "topics" in fields else "*"
                 d = t.totals.setdefault(m.direction, {})
                 d[topic] = d.get(topic, 0) + 1
-        data = entry_of(f, fields)
+        data = entry_of(f, fields, self.config.topic)
         k = entry_key(data)
         side = t.side(f.role)
         n = self._n[(self._capture_no, f.stream, f.role)] = self._n[(self._capture_no, f.stream, f.role)] + 1
@@ -304,8 +319,9 @@ def sort_connections(conns: Iterable[ConnTranscript], repeat: bool) -> list[Conn
     return sorted(conns, key=lambda t: (t.protocol, t.opens_with(), conn_key(t, repeat)))
 
 
-def project(t: ConnTranscript, fields: frozenset[str]) -> ConnTranscript:
-    """The transcript with only `fields` kept; runs that become identical merge."""
+def project(t: ConnTranscript, fields: frozenset[str], topic: Callable[[str], str] = str) -> ConnTranscript:
+    """The transcript with only `fields` kept and topics mapped by `topic`; runs that become
+    identical merge."""
     out = ConnTranscript(
         t.protocol,
         port=t.port if "port" in fields else None,
@@ -318,13 +334,18 @@ def project(t: ConnTranscript, fields: frozenset[str]) -> ConnTranscript:
     if "messages" in fields:
         for d, per in t.totals.items():
             if "topics" in fields:
-                out.totals[d] = dict(per)
+                merged: dict[str, int] = {}
+                for name, n in per.items():
+                    merged[topic(name)] = merged.get(topic(name), 0) + n
+                out.totals[d] = merged
             else:
                 out.totals[d] = {"*": sum(per.values())}
     for role in ("client", "server"):
         side = out.side(role)
         for e in t.side(role):
             data = {k: v for k, v in e.data.items() if k == "type" or k in fields}
+            if "topics" in data:
+                data["topics"] = sorted({topic(x) for x in data["topics"]})
             k = entry_key(data)
             if side and side[-1].key == k:
                 side[-1].count += e.count

@@ -45,6 +45,30 @@ SkipOpt = Annotated[
 ]
 
 
+TopicPatternOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--topic-pattern",
+        help="Regular expression; topics matching it whole are recorded as the expression, so names "
+        "with a run id compare equal (repeatable), e.g. --topic-pattern 'orders-[0-9a-f]+'.",
+    ),
+]
+
+
+def _topic_patterns(base: tuple[str, ...], extra: list[str] | None) -> tuple[str, ...]:
+    import re
+
+    out = list(base)
+    for p in extra or []:
+        try:
+            re.compile(p)
+        except re.error as e:
+            raise UsageError(f"--topic-pattern {p!r}: bad regular expression: {e}") from None
+        if p not in out:
+            out.append(p)
+    return tuple(out)
+
+
 def _split(items: list[str] | None) -> list[str]:
     out: list[str] = []
     for item in items or []:
@@ -126,6 +150,7 @@ def check(
     ignore: FieldsOpt = None,
     include: IncludeOpt = None,
     skip: SkipOpt = None,
+    topic_pattern: TopicPatternOpt = None,
     combined: Annotated[
         bool,
         typer.Option(
@@ -167,11 +192,15 @@ def check(
                 f"{'these fields' if len(missing) > 1 else 'this field'}; re-create it with "
                 "`wiredump baseline … --include …`"
             )
-        config = Config(fields, _skip_patterns(recorded.skip, skip))
+        config = Config(
+            fields,
+            _skip_patterns(recorded.skip, skip),
+            _topic_patterns(recorded.topic_patterns, topic_pattern),
+        )
         builder = TranscriptBuilder(config)
-        expected = [project(t, fields) for t in expected]
-    elif ignore or include or skip:
-        raise UsageError("--ignore, --include and --skip apply to --baseline")
+        expected = [project(t, fields, config.topic) for t in expected]
+    elif ignore or include or skip or topic_pattern:
+        raise UsageError("--ignore, --include, --skip and --topic-pattern apply to --baseline")
 
     suites: dict[object, SuiteEvaluator] = {}
     capture_no = 0  # a capture given twice is judged twice, as two suites
@@ -243,6 +272,7 @@ def baseline_cmd(
     ignore: FieldsOpt = None,
     include: IncludeOpt = None,
     skip: SkipOpt = None,
+    topic_pattern: TopicPatternOpt = None,
     no_default_skip: Annotated[
         bool,
         typer.Option(
@@ -263,7 +293,11 @@ def baseline_cmd(
         raise UsageError(f"--format is yaml or json, not {fmt!r}")
     options = make_options(decode_as)
     fields = _fields(frozenset(DEFAULT_FIELDS), ignore, include)
-    config = Config(fields, _skip_patterns(() if no_default_skip else DEFAULT_SKIP, skip))
+    config = Config(
+        fields,
+        _skip_patterns(() if no_default_skip else DEFAULT_SKIP, skip),
+        _topic_patterns((), topic_pattern),
+    )
     builder = TranscriptBuilder(config)
     for ev in dissect(captures, options):
         if ev.kind == CAPTURE_END:
