@@ -3,10 +3,10 @@
 Each capture is dissected inside an executor by the same code the local export
 runs (`wiredump.dissect.tables.record_batches`), so the rows are the same. One
 Spark task per capture: the list of paths becomes a DataFrame with one row per
-partition, and `mapInArrow` turns each path into an "envelope" of Arrow IPC blobs,
-one per record batch of whichever table it belongs to. The envelopes are cached
-once, so each capture is dissected once however many tables are written, and each
-table is then unpacked (`mapInArrow` again, into the table's own schema) and
+partition, and `mapInArrow` turns each path into the record batches of the five
+tables, widened into one schema (`WIDE`: a `table` column, then every table's
+columns). Those rows are cached, so each capture is dissected once however many
+tables are written; each table is then a filter and a projection (run in the JVM)
 written as Parquet partitioned by `capture_date` and `protocol`.
 
 Paths must be readable by the executors (a local path in local mode; a shared
@@ -32,17 +32,23 @@ from wiredump.spark.tables import DATE_COLUMN, PARTITION_COLUMNS, spark_arrow_sc
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-ENVELOPE = pa.schema(
-    [
-        ("table", pa.string()),
-        ("capture", pa.string()),
-        (DATE_COLUMN, pa.date32()),
-        ("seq", pa.int64()),
-        ("rows", pa.int64()),
-        ("data", pa.binary()),
-    ]
-)
-"""One row per record batch: which table, which capture, its order and size, and the batch as Arrow IPC."""
+
+def _wide_schema() -> pa.Schema:
+    """Every column of every table once (same-named columns share a type), plus `table`."""
+    fields: dict[str, pa.Field] = {"table": pa.field("table", pa.string())}
+    for name in TABLES:
+        for f in spark_arrow_schema(name):
+            old = fields.setdefault(f.name, f)
+            if old.type != f.type:  # pragma: no cover - guarded by a test
+                raise TypeError(f"column {f.name} has two types: {old.type} and {f.type}")
+    return pa.schema(list(fields.values()))
+
+
+WIDE = _wide_schema()
+"""What the dissecting executors emit: rows of all five tables in one DataFrame, told apart by
+`table`, each row filling its own table's columns (the rest null). Writing a table is then a
+filter and a projection that Spark runs in the JVM over the cached rows, with no second pass
+through Python."""
 
 
 @dataclass(slots=True)
@@ -72,22 +78,25 @@ def capture_date(path: str) -> dt.date | None:
         reader.close()
 
 
-def _ipc(batch: pa.RecordBatch) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, batch.schema) as w:
-        w.write_batch(batch)
-    return sink.getvalue().to_pybytes()
-
-
-def _envelope(rows: list[tuple[str, str, dt.date | None, int, int, bytes]]) -> pa.RecordBatch:
-    cols = list(zip(*rows, strict=True)) if rows else [[] for _ in ENVELOPE]
-    return pa.RecordBatch.from_arrays(
-        [pa.array(c, type=f.type) for c, f in zip(cols, ENVELOPE, strict=True)], schema=ENVELOPE
-    )
+def _widen(table: str, batch: pa.RecordBatch, date: dt.date | None) -> pa.RecordBatch:
+    """A table's batch as a batch of the wide schema (µs timestamps, capture_date, other columns null)."""
+    n = batch.num_rows
+    own = {f.name: batch.column(i) for i, f in enumerate(batch.schema)}
+    own["table"] = pa.array([table] * n, type=pa.string())
+    own[DATE_COLUMN] = pa.array([date] * n, type=pa.date32())
+    cols = []
+    for f in WIDE:
+        col = own.get(f.name)
+        if col is None:
+            col = pa.nulls(n, type=f.type)
+        elif col.type != f.type:
+            col = col.cast(f.type)
+        cols.append(col)
+    return pa.RecordBatch.from_arrays(cols, schema=WIDE)
 
 
 def dissect_capture(path: str, name: str, options: JobOptions) -> Iterator[pa.RecordBatch]:
-    """Envelope batches for every table batch of one capture (run inside an executor).
+    """Wide batches for every table batch of one capture (run inside an executor).
 
     `path` is where the capture is read; `name` is what its `capture` column says.
     A capture that cannot be read gives one `unreadable_capture` anomaly row rather
@@ -98,18 +107,16 @@ def dissect_capture(path: str, name: str, options: JobOptions) -> Iterator[pa.Re
     from wiredump.dissect.pipeline import dissect_capture as run
     from wiredump.dissect.tables import record_batches, rows_to_batch
 
-    seq = 0
     try:
         date = capture_date(path)
         reader = open_capture(path)
         reader.name = name
         events = run(reader, Options(decode_as=dict(options.decode_as)))
         for table, batch in record_batches(events, values=options.values):
-            yield _envelope([(table, name, date, seq, batch.num_rows, _ipc(batch))])
-            seq += 1
+            yield _widen(table, batch, date)
     except (CaptureError, OSError) as e:
         row = (name, 0, None, None, "unreadable_capture", None, f"{e}")
-        yield _envelope([("anomalies", name, None, seq, 1, _ipc(rows_to_batch("anomalies", [row])))])
+        yield _widen("anomalies", rows_to_batch("anomalies", [row]), None)
 
 
 def _dissect_paths(options: JobOptions):  # noqa: ANN202 - a closure Spark pickles
@@ -139,28 +146,9 @@ def _dissect_contents(options: JobOptions):  # noqa: ANN202
     return run
 
 
-def _unpack(name: str):  # noqa: ANN202
-    target = spark_arrow_schema(name)
-
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for b in batches:
-            dates = b.column(DATE_COLUMN)
-            for i, blob in enumerate(b.column("data").to_pylist()):
-                date = dates[i]
-                for batch in pa.ipc.open_stream(blob):
-                    cols = [
-                        col.cast(f.type) if col.type != f.type else col
-                        for col, f in zip(batch.columns, target, strict=False)
-                    ]
-                    cols.append(pa.array([date.as_py()] * batch.num_rows, type=pa.date32()))
-                    yield pa.RecordBatch.from_arrays(cols, schema=target)
-
-    return run
-
-
-def envelopes(spark: SparkSession, captures: Sequence[str], options: JobOptions) -> DataFrame:
-    """Every capture dissected into envelope rows, one Spark task per capture."""
-    env_schema = spark_schema(ENVELOPE)
+def dissected(spark: SparkSession, captures: Sequence[str], options: JobOptions) -> DataFrame:
+    """Every capture dissected into wide rows, one Spark task per capture."""
+    env_schema = spark_schema(WIDE)
     local = [c for c in captures if not _has_scheme(c)]
     remote = [c for c in captures if _has_scheme(c)]
     parts: list[DataFrame] = []
@@ -177,15 +165,12 @@ def envelopes(spark: SparkSession, captures: Sequence[str], options: JobOptions)
     return out
 
 
-def table_frame(env: DataFrame, name: str) -> DataFrame:
-    """Table `name` as a DataFrame of its Spark schema (local columns + `capture_date`)."""
+def table_frame(wide: DataFrame, name: str) -> DataFrame:
+    """Table `name`: its local columns in order, then `capture_date`."""
     from pyspark.sql import functions as F
 
-    return (
-        env.where(F.col("table") == name)
-        .sortWithinPartitions("capture", "seq")
-        .mapInArrow(_unpack(name), spark_schema(spark_arrow_schema(name)))
-    )
+    cols = spark_arrow_schema(name).names
+    return wide.where(F.col("table") == name).select(*cols)
 
 
 def run_export(
@@ -202,19 +187,24 @@ def run_export(
     from pyspark import StorageLevel
 
     options = options or JobOptions()
-    env = envelopes(spark, captures, options).persist(StorageLevel.MEMORY_AND_DISK)
+    env = dissected(spark, captures, options).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        # Dissect every capture once, here; the writes below read the cached envelopes.
-        sizes = {
-            r["table"]: r["n"]
-            for r in env.groupBy("table").agg({"rows": "sum"}).withColumnRenamed("sum(rows)", "n").collect()
-        }
+        # Dissect every capture once, here; the writes below read the cached rows.
+        sizes = {r["table"]: r["count"] for r in env.groupBy("table").count().collect()}
         for name in tables:
             df = table_frame(env, name)
-            df.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(f"{out.rstrip('/')}/{name}")
+            path = f"{out.rstrip('/')}/{name}"
+            if sizes.get(name):
+                df.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(path)
+            else:
+                # No rows: partitionBy would write no file at all, and readers could not tell the
+                # schema. One empty file with every column (partition columns last, as Spark lays
+                # them out) keeps the table readable.
+                cols = [c for c in df.columns if c not in PARTITION_COLUMNS] + list(PARTITION_COLUMNS)
+                df.select(*cols).coalesce(1).write.mode("overwrite").parquet(path)
         return {name: int(sizes.get(name) or 0) for name in tables}
     finally:
         env.unpersist()
 
 
-__all__ = ["ENVELOPE", "JobOptions", "run_export", "envelopes", "table_frame", "capture_date", "SCHEMAS"]
+__all__ = ["WIDE", "JobOptions", "run_export", "dissected", "table_frame", "capture_date", "SCHEMAS"]

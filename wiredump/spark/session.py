@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -52,6 +53,7 @@ ALWAYS: dict[str, str] = {
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.execution.arrow.maxRecordsPerBatch": "65536",
+    "spark.sql.parquet.compression.codec": "zstd",
 }
 """Settings every wiredump job needs: UTC everywhere, standard Parquet timestamps, quiet output."""
 
@@ -104,6 +106,11 @@ def get_session(
         from pyspark.sql import SparkSession
     except ImportError as e:  # pragma: no cover - depends on the installation
         raise SparkUnavailable("PySpark is not installed: pip install 'wiredump[spark]' (and Java 17)") from e
+    # PySpark warns that it has not been certified with the installed pandas; wiredump's jobs
+    # exchange Arrow batches and do not depend on pandas, so the warning is noise here.
+    warnings.filterwarnings(
+        "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning
+    )
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
