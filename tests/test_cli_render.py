@@ -56,18 +56,30 @@ def test_timeline_fits_the_terminal(legacy, width):
 
 
 @pytest.mark.parametrize("width", [80, 200])
-def test_stats_fit_the_terminal(legacy, width):
+def test_stats_fit_the_terminal(captures, legacy, width):
+    """Three captures with long type names (PARTITIONED_METADATA_RESPONSE) and long error names."""
+    pcaps = [
+        legacy,
+        captures / "pulsar" / "s04-consumer.pcap",
+        captures / "pravega" / "p02-batching-multi-segment.pcap",
+    ]
     c = console(width)
-    result = collect([str(legacy)], None, False).result()
+    result = collect([str(p) for p in pcaps], None, False).result()
     print_rich(Out(console=c), result)
     text = c.export_text()
     lines = text.rstrip("\n").split("\n")
     assert all(cell_len(x) <= width for x in lines)
-    # Every type row starts on a line of its own with its name whole.
+    # Every type row starts on a line of its own with its frame count and all its latency columns.
     for t in result["types"]:
-        assert any(re.match(rf"^ kafka\s+{t['type']}\s+{t['frames']}\s", x) for x in lines), t["type"]
-    rows = [x for x in lines if re.match(r"^ \d+\s+\S+\s+\S+\s+kafka\s+\d+", x)]
-    assert len(rows) == 15  # one line per connection (15 streams in the capture)
+        lat = t["latency_us"]
+        shown = ("p50", "p90", "p99", "max") if width >= 110 else ("p50", "p99", "max")  # p90 needs room
+        cells = [short_latency(lat[k]) for k in shown]
+        pattern = rf"^ {t['protocol']}\s+{re.escape(t['type'][:8])}\S*\s+{t['frames']}\s.*" + r"\s+".join(
+            re.escape(x) for x in cells
+        )
+        assert any(re.match(pattern, x) for x in lines), t["type"]
+    states = [x for x in lines if re.search(r"\s(closed|open|reset|midstream)\s*$", x)]
+    assert len(states) == len(result["connections"]) == 23
     assert "Latency histogram" in text and "█" in text
 
 

@@ -178,18 +178,28 @@ def print_rich(out: Out, result: dict[str, Any]) -> None:
     keep = [i for i in range(len(TYPE_HEADERS)) if wide or TYPE_HEADERS[i] not in ("bytes", "p90")]
     t = _table("Frames by protocol and type", "latency: of the exchanges the type starts")
     numeric = {2, 3, 5, 6, 7, 8, 9}
+    trows = type_rows(result, short_latency)
+    headers = {
+        i: ("unans." if TYPE_HEADERS[i] == "unanswered" and not wide else TYPE_HEADERS[i]) for i in keep
+    }
+    widths = {i: max([len(headers[i])] + [len(r[i]) for r in trows]) for i in keep}
+    # Every column keeps its full width except the type (cut with …) and the errors (folded), so a
+    # narrow terminal never loses a number or a column.
+    spare = out.width - 2 - 2 * (len(keep) - 1) - sum(w for i, w in widths.items() if i not in (1, 4))
+    errors_w = min(widths[4], max(8, spare // 3))
+    type_w = max(8, min(widths[1], spare - errors_w))
+    for r in trows:
+        if len(r[1]) > type_w:
+            r[1] = r[1][: type_w - 1] + "…"
     for i in keep:
-        h = TYPE_HEADERS[i]
-        if h == "unanswered" and not wide:
-            h = "unans."
         t.add_column(
-            h,
+            headers[i],
             justify="right" if i in numeric else "left",
             no_wrap=i != 4,
             overflow="fold",
-            min_width=8 if i == 4 else None,
+            min_width=None if i == 4 else widths[i] if i != 1 else min(widths[1], type_w),
         )
-    for row in type_rows(result, short_latency):
+    for row in trows:
         cells: list[Text | str] = list(row)
         cells[0] = Text(row[0], PROTOCOL_STYLES.get(row[0], ""))
         if row[4] != "-":
@@ -200,11 +210,19 @@ def print_rich(out: Out, result: dict[str, Any]) -> None:
     out.render(t)
     host = None if wide else one_host(result)
     c = _table(f"Connections (all between {host}: ports shown)" if host else "Connections")
+    crows = conn_rows(result, len(result["captures"]) > 1, ports_only=host is not None)
     for i, h in enumerate(CONN_HEADERS):
         num = i in (4, 5, 6, 7)
         label = {"protocol": "proto", "retrans": "retr"}.get(h, h) if not wide else h
-        c.add_column(label, justify="right" if num else "left", no_wrap=i not in (0, 1, 2), overflow="fold")
-    for row in conn_rows(result, len(result["captures"]) > 1, ports_only=host is not None):
+        fixed = max([len(label)] + [len(r[i]) for r in crows]) if i > 2 else None
+        c.add_column(
+            label,
+            justify="right" if num else "left",
+            no_wrap=i not in (0, 1, 2),
+            overflow="fold",
+            min_width=fixed,
+        )
+    for row in crows:
         cells = list(row)
         cells[3] = Text(row[3], PROTOCOL_STYLES.get(row[3], ""))
         if row[6] != "0":
