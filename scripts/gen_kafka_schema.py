@@ -30,7 +30,7 @@ from typing import Any
 
 OPEN = 32767
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_REF = Path("/work/shared/reference/kafka")
+DEFAULT_REF = Path(__file__).resolve().parents[2] / "shared" / "reference" / "kafka"
 DEFAULT_OUT = ROOT / "wiredump" / "proto" / "kafka_schema.json"
 PRIMITIVES = {
     "bool",

@@ -9,7 +9,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"
-CAPTURES = Path(os.environ.get("WIREDUMP_CAPTURES", ROOT.parent / "shared" / "captures"))
+SHARED = Path(os.environ.get("WIREDUMP_SHARED", ROOT.parent / "shared"))
+"""The workspace's shared folder (captures, protocol reference), beside the repository."""
+CAPTURES = Path(os.environ.get("WIREDUMP_CAPTURES", SHARED / "captures"))
+REFERENCE = SHARED / "reference"
 
 
 @pytest.fixture(scope="session")

@@ -14,14 +14,14 @@ import json
 import re
 from collections import Counter
 from functools import cache
-from pathlib import Path
 
 import pytest
 
+from tests.conftest import CAPTURES
 from wiredump.dissect.model import Anomaly, Exchange, Frame
 from wiredump.dissect.pipeline import Options, dissect
 
-CAPS = Path("/work/shared/captures/kafka")
+CAPS = CAPTURES / "kafka"
 NAMES = sorted(p.stem for p in CAPS.glob("*.pcap")) if CAPS.exists() else []
 
 pytestmark = pytest.mark.skipif(not NAMES, reason="Kafka captures not available")

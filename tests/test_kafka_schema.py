@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import REFERENCE
 from wiredump.dissect.protocols.kafka import schema
 
 ROOT = Path(__file__).resolve().parent.parent
-REF = Path("/work/shared/reference/kafka")
+REF = REFERENCE / "kafka"
 
 
 @pytest.mark.skipif(not REF.exists(), reason="reference specs not available")

@@ -13,15 +13,15 @@ import json
 import shutil
 import subprocess
 from collections import Counter, defaultdict
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.conftest import CAPTURES
 from wiredump.dissect.model import Frame
 from wiredump.dissect.pipeline import Options, dissect
 
-CAP = Path("/work/shared/captures/kafka/kafka-python-pinned-2.5.pcap")
+CAP = CAPTURES / "kafka" / "kafka-python-pinned-2.5.pcap"
 
 pytestmark = [
     pytest.mark.tshark,

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import CAPTURES
 from wiredump.dissect.model import Frame
 from wiredump.dissect.pipeline import Options, dissect
 
-CAPS = Path("/work/shared/captures/kafka")
+CAPS = CAPTURES / "kafka"
 NAMES = [
     n
     for n in ("kafka-python-basic", "kafka-python-pinned-2.5", "ck-compress-zstd", "admin-kafka-python")

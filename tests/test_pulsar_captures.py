@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import CAPTURES as SHARED_CAPTURES
 from wiredump.dissect.model import Anomaly, Exchange, Frame
 from wiredump.dissect.pipeline import Options, dissect
 
-CAPTURES = Path("/work/shared/captures/pulsar")
+CAPTURES = SHARED_CAPTURES / "pulsar"
 PCAPS = sorted(CAPTURES.glob("*.pcap")) if CAPTURES.exists() else []
 pytestmark = pytest.mark.skipif(not PCAPS, reason="shared Pulsar captures not available")
 

@@ -10,11 +10,12 @@ from pathlib import Path
 import google.protobuf
 import pytest
 
+from tests.conftest import REFERENCE as SHARED_REFERENCE
 from wiredump.dissect.protocols.pulsar import schema
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTO_DIR = ROOT / "wiredump" / "proto"
-REFERENCE = Path("/work/shared/reference/pulsar/PulsarApi.proto")
+REFERENCE = SHARED_REFERENCE / "pulsar" / "PulsarApi.proto"
 
 
 def _gencode_version() -> tuple[int, ...]:
