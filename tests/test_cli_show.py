@@ -114,3 +114,20 @@ def test_help_explains_every_option_with_an_example(capsys, command):
         if not entry.strip() or entry.strip().startswith("--help"):
             continue
         assert re.search(r"e\.g\.|E\.g\.|repeatable", entry), entry
+
+
+def test_show_points_from_a_middle_packet_to_the_frame(capsys, captures):
+    """p08: frames.tsv places the first 1 MiB AppendBlockEnd on packets first_frame..last_frame."""
+    pcap = captures / "pravega" / "p08-large-events.pcap"
+    row = next(
+        r for r in read_tsv(pcap.with_name("p08-large-events.frames.tsv")) if r["type"] == "AppendBlockEnd"
+    )
+    first, last = int(row["first_frame"]), int(row["last_frame"])
+    assert last - first > 10
+    middle = (first + last) // 2
+    res = run_cli(capsys, "show", pcap, "-p", str(middle))
+    assert res.code == 1
+    assert f"packet #{middle} carries part of the frame completed in #{last}" in res.err
+    res = run_cli(capsys, "show", pcap, "-p", str(last))
+    assert res.code == 0 and "AppendBlockEnd" in res.out.splitlines()[0]
+    assert f'packets: "{first}-{last}"' in res.out

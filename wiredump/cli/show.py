@@ -61,6 +61,7 @@ def show(
     out = Out(color)
     printer = TimelinePrinter(out, opts)
     found: set[int] = set()
+    parts_of: dict[int, list[int]] = {}  # wanted packet -> packets completing frames it carries part of
     started = False
     for item in annotate(run.events()):
         ev = item.ev
@@ -77,14 +78,32 @@ def show(
         if f.packet in wanted and (opts.filter is None or opts.filter.matches(f, ev.capture)):
             printer.frame(f, ev.capture, item)
             found.add(f.packet)
-        elif f.packet > last and len(captures) == 1:
+            continue
+        if f.first_packet < f.packet:
+            for n in wanted:
+                if f.first_packet <= n < f.packet:
+                    parts_of.setdefault(n, []).append(f.packet)
+        # Frames leave in packet order: past the last wanted packet nothing more can match, but a
+        # missing packet may still turn out to carry part of a longer frame.
+        if (
+            f.packet > last
+            and len(captures) == 1
+            and (found == wanted or all(n in parts_of for n in wanted - found))
+        ):
             break
     printer.finish()
     missing = sorted(wanted - found)
+    for n in missing:
+        if n in parts_of:
+            later = ", ".join(f"#{p}" for p in sorted(set(parts_of[n])))
+            typer.echo(
+                f"wiredump: packet #{n} carries part of the frame completed in {later}: show that packet",
+                err=True,
+            )
+        else:
+            typer.echo(
+                f"wiredump: no frame completes in packet #{n} (a frame shows in the packet that carries its last byte)",
+                err=True,
+            )
     if missing:
-        typer.echo(
-            f"wiredump: no frame completes in packet {', '.join(f'#{p}' for p in missing)} "
-            "(a frame shows in the packet that carries its last byte)",
-            err=True,
-        )
         raise typer.Exit(1)
