@@ -1,7 +1,8 @@
 """Judging pipeline events against rules, one suite (capture) at a time, in one pass.
 
-Memory stays bounded except for latencies (one number per answered request, which a
-percentile needs) and a bounded list of offenders per rule. Which rule judges a frame:
+Memory stays bounded except for latencies (one 8-byte number per answered request, which
+a percentile needs); offenders are kept in bounded lists (for latency: a heap of the
+slowest exchanges, plus counts above each limit). Which rule judges a frame:
 for `expect` every key counts every frame it matches; for the other per-name rules a
 frame (or exchange) is judged by the most specific key that matches it, so
 `{kafka.*: …, kafka.Fetch: …}` exempts Fetch from the `kafka.*` limit.
@@ -9,6 +10,8 @@ frame (or exchange) is judged by the most specific key that matches it, so
 
 from __future__ import annotations
 
+import heapq
+from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
@@ -41,13 +44,20 @@ class SuiteEvaluator:
             id(r): Outcome(suite, r.title, True, "", r.line, rules.source) for r in rules.rules
         }
         self.forbid = rules.section("forbid")
-        self._forbid_frames: dict[int, set[int]] = {id(r): set() for r in self.forbid}
+        # The last frame reported for its status, per rule: its own anomalies follow it at
+        # once in the event stream and are the same problem, so they are not listed again.
+        self._forbid_frame: dict[int, Frame] = {}
         self.unanswered = rules.section("max_unanswered")
         self._unanswered_n: Counter[int] = Counter()
         self.errors = rules.section("allowed_errors")
         self._errors_seen: Counter[int] = Counter()
         self.latency = rules.section("latency_ms")
-        self._lat: dict[int, list[tuple[int, Exchange, str]]] = defaultdict(list)
+        self._lat: dict[int, array[int]] = defaultdict(lambda: array("q"))
+        # Per rule: the slowest exchanges above the rule's smallest limit (a min-heap of at
+        # most MAX_OFFENDERS) and how many exchanges exceed each limit.
+        self._slow: dict[int, list[tuple[int, int, Offender]]] = defaultdict(list)
+        self._above: dict[int, Counter[float]] = defaultdict(Counter)
+        self._seq = 0
         self.expect = rules.section("expect")
         # (rule id, protocol, type, frame kind) → count, and the frames seen beyond the max.
         self._expect_n: Counter[tuple[int, str, str, str]] = Counter()
@@ -77,7 +87,7 @@ class SuiteEvaluator:
                     self.out[id(r)].add(
                         _offender(capture, f, f"status {f.status}" + (f": {why}" if why else ""))
                     )
-                    self._forbid_frames[id(r)].add(id(f))
+                    self._forbid_frame[id(r)] = f
         if f.error_code is not None and self.errors:
             r = self._best(self.errors, f.protocol, f.type)
             if r is not None:
@@ -122,7 +132,7 @@ class SuiteEvaluator:
         for r in self.forbid:
             if not fnmatchcase(a.kind, r.kinds[0]):
                 continue
-            if f is not None and id(f) in self._forbid_frames[id(r)]:
+            if f is not None and self._forbid_frame.get(id(r)) is f:
                 continue  # the frame itself was already reported for its status
             proto = a.protocol or (f.protocol if f else None)
             if r.pattern and not r.pattern.matches(proto, f.type if f else None):
@@ -154,7 +164,37 @@ class SuiteEvaluator:
         if e.latency_us is not None and self.latency:
             r = self._best(self.latency, e.protocol, e.type)
             if r is not None:
-                self._lat[id(r)].append((e.latency_us, e, capture))
+                self._latency(r, capture, e)
+
+    def _latency(self, r: Rule, capture: str, e: Exchange) -> None:
+        lat = e.latency_us
+        assert lat is not None
+        self._lat[id(r)].append(lat)
+        limits = [v * 1000 for v in r.latency.values()]
+        if lat <= min(limits):
+            return
+        above = self._above[id(r)]
+        for v in limits:
+            if lat > v:
+                above[v] += 1
+        heap = self._slow[id(r)]
+        self._seq += 1
+        if len(heap) >= MAX_OFFENDERS and lat <= heap[0][0]:
+            return
+        off = Offender(
+            capture,
+            e.response_packet,
+            e.stream,
+            e.protocol,
+            e.type,
+            None,
+            f"{_ms(lat)} (request in packet {e.request_packet})",
+        )
+        item = (lat, -self._seq, off)  # on equal latency the earlier exchange is kept
+        if len(heap) >= MAX_OFFENDERS:
+            heapq.heapreplace(heap, item)
+        else:
+            heapq.heappush(heap, item)
 
     def _best(self, rules: list[Rule], protocol: str | None, type_: str | None) -> Rule | None:
         pats = [r.pattern for r in rules if r.pattern is not None]
@@ -193,8 +233,7 @@ class SuiteEvaluator:
         )
 
     def _finish_latency_ms(self, r: Rule, o: Outcome) -> None:
-        rows = self._lat.get(id(r), [])
-        values = sorted(x[0] for x in rows)
+        values = sorted(self._lat.get(id(r), ()))
         if not values:
             o.passed = True
             o.message = "no answered requests to measure"
@@ -211,19 +250,11 @@ class SuiteEvaluator:
         o.message = f"{', '.join(parts)} over {len(values)} exchange{'s' * (len(values) != 1)}"
         if broken:
             threshold = min(broken)
-            slow = sorted((x for x in rows if x[0] > threshold), key=lambda x: -x[0])
-            for lat, e, capture in slow:
-                o.add(
-                    Offender(
-                        capture,
-                        e.response_packet,
-                        e.stream,
-                        e.protocol,
-                        e.type,
-                        None,
-                        f"{_ms(lat)} (request in packet {e.request_packet})",
-                    )
-                )
+            slow = sorted(self._slow.get(id(r), []), reverse=True)
+            listed = [off for lat, _, off in slow if lat > threshold]
+            for off in listed:
+                o.add(off)
+            o.more += self._above[id(r)][threshold] - len(listed)
 
     def _finish_expect(self, r: Rule, o: Outcome) -> None:
         # Responses named like their request (Kafka's Produce answer is "Produce") belong to
