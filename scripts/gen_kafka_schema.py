@@ -68,6 +68,7 @@ def parse_range(spec: str | None) -> list[int] | None:
 
 
 def snake(name: str) -> str:
+    name = name.replace("KRaft", "Kraft")  # one word: kraft_version, not k_raft_version
     s = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
     s = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s)
     return s.lower()

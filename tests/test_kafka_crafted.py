@@ -732,3 +732,44 @@ def test_one_byte_segments() -> None:
     assert sum(len(f.messages) for f in out.frames) == 9
     first = out.frames[0]
     assert (first.first_packet, first.packet) == (1, len(convo[0][1]))
+
+
+def test_kraft_leader_change_control_record() -> None:
+    # LeaderChangeMessage v0 (flexible): Version int16, LeaderId int32, Voters [VoterId], GrantingVoters [VoterId], tags.
+    value = (
+        struct.pack(">hi", 0, 1)
+        + uvarint(2)
+        + struct.pack(">i", 1)
+        + b"\x00"
+        + uvarint(2)
+        + struct.pack(">i", 1)
+        + b"\x00"
+        + b"\x00"
+    )
+    key = struct.pack(">hh", 0, 2)  # LEADER_CHANGE
+    s, _ = new_session()
+    f = one(
+        s, produce_v3(1, "__cluster_metadata", 0, batch_v2(0, [record(0, key, value)], attributes_extra=0x20))
+    )
+    b = f.fields["body"]["topic_data"][0]["partition_data"][0]["records"]["batches"][0]
+    (ctrl,) = b["control_records"]
+    assert ctrl["type"] == "LEADER_CHANGE"
+    assert ctrl["value_decoded"] == {
+        "version": 0,
+        "leader_id": 1,
+        "voters": [{"voter_id": 1}],
+        "granting_voters": [{"voter_id": 1}],
+    }
+
+
+def test_flexible_response_sent_with_header_v0_is_decoded_and_reported() -> None:
+    # A DescribeUserScramCredentials v0 response without the header's tag byte (seen from a real broker).
+    header = struct.pack(">hhi", 50, 0, 4) + string("c") + b"\x00"
+    body = uvarint(0) + b"\x00"  # users: null, tags
+    s, _ = new_session()
+    one(s, struct.pack(">i", len(header) + len(body)) + header + body)
+    resp_body = struct.pack(">ih", 0, 0) + uvarint(0) + uvarint(0) + b"\x00"
+    f = one(s, struct.pack(">ii", len(resp_body) + 4, 4) + resp_body, "server")
+    assert f.status == "ok"
+    assert [a.kind for a in f.anomalies] == ["header_version"]
+    assert f.fields["body"]["throttle_time_ms"] == 0 and f.fields["body"]["results"] is None

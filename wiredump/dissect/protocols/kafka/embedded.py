@@ -63,3 +63,34 @@ def annotate(api_key: int, kind: str, body: dict[str, Any], protocol_type: str |
             dec = decode_data("ConsumerProtocolAssignment", body.get("assignment"))
             if dec is not None:
                 body["assignment_decoded"] = dec
+
+
+CONTROL_VALUES = {
+    2: "LeaderChangeMessage",
+    3: "SnapshotHeaderRecord",
+    4: "SnapshotFooterRecord",
+    5: "KRaftVersionRecord",
+    6: "VotersRecord",
+}
+
+
+def decode_control_value(control_type: int, value: bytes) -> dict[str, Any] | None:
+    """A KRaft control record's value: the data structure for its type, which begins with its own Version field.
+
+    The structure's schema version is not on the wire, so the known versions are tried newest first.
+    """
+    name = CONTROL_VALUES.get(control_type)
+    if name is None:
+        return None
+    known = schema.schema()["data"].get(name, {}).get("versions", [])
+    for v in sorted(known, reverse=True):
+        plan = schema.data_plan(name, v)
+        if plan is None:
+            continue
+        try:
+            out, _, end = decode_body(value, 0, plan, None)
+        except Exception:
+            continue
+        if end == len(value):
+            return out
+    return None

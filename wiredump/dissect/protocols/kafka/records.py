@@ -20,6 +20,7 @@ import crc32c
 from wiredump.dissect import codecs
 from wiredump.dissect.limits import Limits
 from wiredump.dissect.model import BAD_CHECKSUM, MALFORMED, Anomaly, Frame, Message
+from wiredump.dissect.protocols.kafka.embedded import decode_control_value
 
 _V2 = struct.Struct(">qiibIhiqqqhii")  # the 61-byte v2 batch header
 _HEAD = struct.Struct(">qi")  # offset, size/length: common to every format
@@ -377,7 +378,11 @@ def _control(key: bytes | None, value: bytes | None) -> dict[str, Any]:
             out["marker_version"] = mversion
             out["coordinator_epoch"] = epoch
         elif value is not None:
-            out["value"] = value
+            decoded = decode_control_value(ctype, value)
+            if decoded is not None:
+                out["value_decoded"] = decoded
+            else:
+                out["value"] = value
     else:
         out["key"] = key
     return out
