@@ -260,3 +260,42 @@ def test_progress_bar_only_on_a_terminal_and_never_in_ci(capsys, monkeypatch, ka
     err = capsys.readouterr().err
     assert "\r[" in err and " 50.0%" in err and "1,234 packets" in err
     assert err.endswith("\r")  # the bar wipes itself
+
+
+@pytest.mark.tshark
+def test_kafka_timeline_agrees_with_tshark(capsys, captures):
+    """kafka-python-pinned-2.5 stays at versions tshark 4.0 decodes: compare packet, stream, time, ids."""
+    import shutil
+    import subprocess
+
+    if not shutil.which("tshark"):
+        pytest.skip("tshark not installed")
+    pcap = captures / "kafka" / "kafka-python-pinned-2.5.pcap"
+    fields = ["frame.number", "tcp.stream", "frame.time_relative", "kafka.api_key", "kafka.api_version"]
+    fields += ["kafka.correlation_id", "kafka.request_frame"]
+    cmd = ["tshark", "-n", "-r", str(pcap), "-Y", "kafka", "-T", "fields"] + [
+        a for f in fields for a in ("-e", f)
+    ]
+    rows = [
+        line.split("\t")
+        for line in subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.splitlines()
+    ]
+    ours = {}
+    for obj in map(json.loads, run_cli(capsys, pcap, "-T", "jsonl").out.splitlines()):
+        ours.setdefault(obj["packet"], []).append(obj)
+    lines = {int(x["packet"]): x for x in parse_lines(run_cli(capsys, pcap).out)}
+    checked = 0
+    for number, stream, rel, key, version, cid, request_frame in rows:
+        if "," in key:
+            continue  # several PDUs in one packet: compared by the pdus.tsv tests
+        got = ours[int(number)]
+        assert len(got) == 1
+        f = got[0]
+        assert (f["stream"], f["type_code"], f["correlation_id"]) == (int(stream), int(key), int(cid))
+        if version:
+            assert f["kind"] == "request" and f["version"] == int(version)
+        if request_frame:
+            assert f["kind"] == "response" and f["peer_packet"] == int(request_frame)
+        assert lines[int(number)]["time"] == rel[:-3]  # tshark prints nanoseconds
+        checked += 1
+    assert checked == len(ours) == 132
