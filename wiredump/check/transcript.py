@@ -237,7 +237,10 @@ class Config:
         return name
 
     def skipped(self, f: Frame) -> bool:
-        return any(p.matches(f.protocol, f.type) for p in self._patterns)
+        return self.skips(f.protocol, f.type)
+
+    def skips(self, protocol: str | None, type_: str | None) -> bool:
+        return any(p.matches(protocol, type_) for p in self._patterns)
 
     @property
     def repeat(self) -> bool:
@@ -271,14 +274,15 @@ class TranscriptBuilder:
         t = self.conns.get(key)
         if t is None:
             t = self.conns[key] = ConnTranscript(f.protocol, capture=capture, stream=f.stream)
-        if self.config.skipped(f):
-            return
         fields = self.config.fields
         if "messages" in fields:
+            # Counted even for skipped types: skipping polls keeps the totals as a guard.
             for m in f.messages:
                 topic = self.config.topic(m.topic or "-") if "topics" in fields else "*"
                 d = t.totals.setdefault(m.direction, {})
                 d[topic] = d.get(topic, 0) + 1
+        if self.config.skipped(f):
+            return
         data = entry_of(f, fields, self.config.topic)
         k = entry_key(data)
         side = t.side(f.role)
@@ -289,7 +293,7 @@ class TranscriptBuilder:
         side.append(Entry(data, k, 1, f.packet, n))
 
     def transcripts(self) -> list[ConnTranscript]:
-        out = [t for t in self.conns.values() if t.client or t.server]
+        out = [t for t in self.conns.values() if t.client or t.server or t.totals]
         for t in out:
             if "port" not in self.config.fields:
                 t.port = None
@@ -319,9 +323,10 @@ def sort_connections(conns: Iterable[ConnTranscript], repeat: bool) -> list[Conn
     return sorted(conns, key=lambda t: (t.protocol, t.opens_with(), conn_key(t, repeat)))
 
 
-def project(t: ConnTranscript, fields: frozenset[str], topic: Callable[[str], str] = str) -> ConnTranscript:
-    """The transcript with only `fields` kept and topics mapped by `topic`; runs that become
-    identical merge."""
+def project(t: ConnTranscript, fields: frozenset[str], config: Config | None = None) -> ConnTranscript:
+    """The transcript with only `fields` kept, topics mapped and skipped types dropped as
+    `config` says; runs that become identical merge."""
+    topic: Callable[[str], str] = config.topic if config is not None else str
     out = ConnTranscript(
         t.protocol,
         port=t.port if "port" in fields else None,
@@ -343,6 +348,8 @@ def project(t: ConnTranscript, fields: frozenset[str], topic: Callable[[str], st
     for role in ("client", "server"):
         side = out.side(role)
         for e in t.side(role):
+            if config is not None and config.skips(t.protocol, str(e.data.get("type"))):
+                continue
             data = {k: v for k, v in e.data.items() if k == "type" or k in fields}
             if "topics" in data:
                 data["topics"] = sorted({topic(x) for x in data["topics"]})

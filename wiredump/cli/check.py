@@ -185,6 +185,7 @@ def check(
     builder = None
     if recorded is not None:
         fields = _fields(recorded.fields, ignore, None)
+        _fields(frozenset(), None, include)  # unknown names
         missing = set(_split(include)) - recorded.fields
         if missing:
             raise UsageError(
@@ -198,7 +199,9 @@ def check(
             _topic_patterns(recorded.topic_patterns, topic_pattern),
         )
         builder = TranscriptBuilder(config)
-        expected = [project(t, fields, config.topic) for t in expected]
+        expected = [
+            t for t in (project(t, fields, config) for t in expected) if t.client or t.server or t.totals
+        ]
     elif ignore or include or skip or topic_pattern:
         raise UsageError("--ignore, --include, --skip and --topic-pattern apply to --baseline")
 
