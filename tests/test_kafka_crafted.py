@@ -773,3 +773,18 @@ def test_flexible_response_sent_with_header_v0_is_decoded_and_reported() -> None
     assert f.status == "ok"
     assert [a.kind for a in f.anomalies] == ["header_version"]
     assert f.fields["body"]["throttle_time_ms"] == 0 and f.fields["body"]["results"] is None
+
+
+def test_first_request_of_a_newer_version_is_kept() -> None:
+    # A client newer than our tables opens with ApiVersions v5: framed, reported unsupported_version.
+    header = struct.pack(">hhi", 18, 5, 1) + string("future-client") + b"\x00"
+    body = cstring("x") + cstring("9") + b"\x00"
+    fr, out = engine()
+    fr.feed("client", struct.pack(">i", len(header) + len(body)) + header + body, 1, 1)
+    fr.feed("server", struct.pack(">ii", 4 + 2 + 4, 1) + struct.pack(">hi", 35, 0), 2, 2)
+    fr.finish()
+    assert [(f.type, f.version, f.status) for f in out.frames] == [
+        ("ApiVersions", 5, "unsupported_version"),
+        ("ApiVersions", 5, "ok"),
+    ]
+    assert out.frames[1].error == "UNSUPPORTED_VERSION"

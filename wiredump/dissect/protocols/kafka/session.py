@@ -45,6 +45,8 @@ SECRET_FIELDS = frozenset({"auth_bytes", "salted_password", "hmac", "salt"})
 MAX_GUESS_BYTES = 1 * MiB
 _YES, _NO, _WAIT = 1, -1, 0
 GUESS_ALL_BELOW = 4096
+NEWER_VERSIONS = 8
+"""How far past the newest known version a first request may be and still be taken as Kafka."""
 COMMON_APIS = frozenset(
     {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 18, 19, 20, 22, 32, 36, 17, 60, 68, 71, 72, 75}
 )
@@ -106,7 +108,32 @@ def plausible_request(buf: bytes | bytearray, pos: int, strict: bool) -> bool:
     return ok is not False
 
 
+def _newer_request(buf: bytes | bytearray, pos: int) -> bool:
+    """A known API at a version newer than our tables (a client from the future), with a text client id."""
+    if len(buf) - pos < 14:
+        return False
+    size, key, version, corr = _REQ_HEAD.unpack_from(buf, pos)
+    vs = schema.api_versions().get(key)
+    if (
+        not vs
+        or not max(vs) < version <= max(vs) + NEWER_VERSIONS
+        or corr < 0
+        or not 10 <= size <= MAX_FRAME - 4
+    ):
+        return False
+    (n,) = _I16.unpack_from(buf, pos + 12)
+    end = pos + 14 + n
+    return (
+        1 <= n <= MAX_CLIENT_ID
+        and end <= len(buf)
+        and end <= pos + 4 + size
+        and bool(plausible_client_id(buf, pos + 12, end))
+    )
+
+
 class KafkaSession(Session):
+    """One connection: framing state per direction, SASL/TLS state, layouts seen (for orphan responses)."""
+
     def __init__(self, ctx: ConnContext) -> None:
         super().__init__(ctx)
         self.tls = False
@@ -157,7 +184,7 @@ class KafkaSession(Session):
         if avail < 14:
             return _WAIT
         if not plausible_request(buf, pos, strict=True):
-            return _NO
+            return _YES if _newer_request(buf, pos) else _NO
         size, key, version = struct.unpack_from(">ihh", buf, pos)
         if avail >= size + 4:
             return _YES if self._request_fits(bytes(buf[pos : pos + 4 + size]), key, version) else _NO
