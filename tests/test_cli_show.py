@@ -94,7 +94,7 @@ COMMANDS = {
         "--progress",
     ],
     "show": ["--packet", "--hex", "--mark", "--filter", "--decode-as", "--color"],
-    "stats": ["--json", "--decode-as", "--color", "--progress"],
+    "stats": ["--filter", "--json", "--decode-as", "--color", "--progress"],
     "follow": ["--stream", "--filter", "--decode-as", "--width", "--color"],
 }
 

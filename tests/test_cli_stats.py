@@ -148,3 +148,24 @@ def test_percentile_helpers():
     assert (s["min"], s["p50"], s["max"], s["mean"]) == (10, 20, 30, 20.0)
     assert bucket_bounds(3, 1700) == [5, 10, 20, 50, 100, 200, 500, 1000, 2000]
     assert sum(c for _, c in histogram([1, 5, 6, 1000, 2000])) == 5
+
+
+def test_filtered_stats_match_the_filtered_tables(capsys, both, pcaps):
+    _, t = both
+    res = run_cli(capsys, "stats", "--json", "-Y", "protocol == kafka && type == Produce", *pcaps)
+    assert res.code == 0, res.err
+    stats = json.loads(res.out)
+    frames = [r for r in t["frames"] if r["protocol"] == "kafka" and r["type"] == "Produce"]
+    assert stats["totals"]["frames"] == len(frames) == stats["types"][0]["frames"]
+    assert [(x["protocol"], x["type"]) for x in stats["types"]] == [("kafka", "Produce")]
+    lat = [
+        e["latency_us"]
+        for e in t["exchanges"]
+        if e["protocol"] == "kafka" and e["type"] == "Produce" and e["status"] == "answered"
+    ]
+    assert stats["types"][0]["latency_us"]["max"] == max(lat)
+    assert stats["types"][0]["unanswered"] == 2
+    streams = {(r["capture"], r["stream"]) for r in frames}
+    assert {(c["capture"], c["stream"]) for c in stats["connections"]} == streams
+    res = run_cli(capsys, "stats", "-Y", "type ==", *pcaps)
+    assert res.code == 2 and "bad filter" in res.err

@@ -22,7 +22,8 @@ from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, app, make_options
 from wiredump.cli.output import Out
 from wiredump.cli.render import PROTOCOL_STYLES, format_latency, plain_table, short_latency
 from wiredump.cli.source import Progress, Run
-from wiredump.cli.timeline import Color, ProgressOpt
+from wiredump.cli.timeline import Color, Filter, ProgressOpt, compile_or_exit
+from wiredump.dissect.filter import DisplayFilter
 from wiredump.dissect.stats import StatsCollector
 
 TYPE_HEADERS = ["protocol", "type", "frames", "bytes", "errors", "p50", "p90", "p99", "max", "unanswered"]
@@ -250,9 +251,14 @@ def print_rich(out: Out, result: dict[str, Any]) -> None:
     out.flush()
 
 
-def collect(captures: list[str], decode_as: list[str] | None, progress: bool) -> StatsCollector:
+def collect(
+    captures: list[str],
+    decode_as: list[str] | None,
+    progress: bool,
+    display_filter: DisplayFilter | None = None,
+) -> StatsCollector:
     run = Run(captures, make_options(decode_as), progress=progress and Progress.wanted())
-    stats = StatsCollector()
+    stats = StatsCollector(display_filter.matches if display_filter is not None else None)
     stats.add_events(run.events())
     return stats
 
@@ -264,12 +270,16 @@ def collect(captures: list[str], decode_as: list[str] | None, progress: bool) ->
     "retransmissions, state), anomalies by kind and a latency histogram.\n\n"
     "Latency and unanswered counts belong to the type that starts the exchange (a Pulsar SEND, not "
     "its SEND_RECEIPT). Percentiles are nearest-rank: always a latency that was measured.\n\n"
+    "With -Y only matching frames count; an exchange counts when its request side matches, a "
+    "connection or anomaly when its stream has a matching frame.\n\n"
     "Examples:\n\n"
     "  wiredump stats capture.pcap\n\n"
+    "  wiredump stats capture.pcap -Y 'protocol == kafka && stream in {3..5}'\n\n"
     "  wiredump stats a.pcap b.pcapng --json | jq '.types[] | {type, p99: .latency_us.p99}'",
 )
 def stats(
     captures: Captures,
+    display_filter: Filter = None,
     as_json: Annotated[
         bool,
         typer.Option("--json", help="Print one JSON document for machines instead of tables, e.g. --json."),
@@ -278,7 +288,7 @@ def stats(
     color: Color = None,
     progress: ProgressOpt = True,
 ) -> None:
-    collector = collect(captures, decode_as, progress)
+    collector = collect(captures, decode_as, progress, compile_or_exit(display_filter))
     result = collector.result()
     if as_json:
         sys.stdout.write(json.dumps(result, indent=2, ensure_ascii=False) + "\n")

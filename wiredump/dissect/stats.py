@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,12 +119,42 @@ class TypeStats:
         }
 
 
+FramePredicate = Callable[[Frame, str], bool]
+
+
+def exchange_as_frame(e: Exchange) -> Frame:
+    """The request side of an exchange as a frame, so a display filter can judge the exchange."""
+    return Frame(
+        protocol=e.protocol,
+        type=e.type,
+        type_code=-1,
+        kind="request",
+        correlation_id=e.correlation_id,
+        error_code=e.error_code,
+        packet=e.request_packet or e.response_packet or 0,
+        first_packet=e.request_packet or e.response_packet or 0,
+        ts_us=e.request_ts_us or e.response_ts_us or 0,
+        stream=e.stream,
+        peer_packet=e.response_packet,
+        latency_us=e.latency_us,
+    )
+
+
 class StatsCollector:
-    """Feed it pipeline events (`add`), read `result()`."""
+    """Feed it pipeline events (`add`), read `result()`.
+
+    With `keep` (a display filter's `matches`), only matching frames count; an exchange
+    counts when its request side (protocol, type, stream, correlation id, packet,
+    latency) matches; connections and anomalies count when their stream had a
+    matching frame (anomalies of a frame: when that frame matched).
+    """
 
     MAX_PACKETS_KEPT = 100
 
-    def __init__(self) -> None:
+    def __init__(self, keep: FramePredicate | None = None) -> None:
+        self.keep = keep
+        self._streams: set[tuple[str, int]] = set()  # (capture, stream) with a kept frame
+        self._loose: list[tuple[str, Any]] = []  # stream anomalies waiting for the verdict on their stream
         self.types: dict[tuple[str, str], TypeStats] = {}
         self.connections: list[tuple[str, ConnectionSummary]] = []
         self.anomalies: Counter[str] = Counter()
@@ -147,18 +177,29 @@ class StatsCollector:
 
     def add(self, ev: Any) -> None:
         kind = ev.kind
+        keep = self.keep
         if kind == "frame":
+            if keep is not None:
+                if not keep(ev.obj, ev.capture):
+                    return
+                self._streams.add((ev.capture, ev.obj.stream))
             self.add_frame(ev.obj)
         elif kind == "exchange":
-            self.add_exchange(ev.obj)
+            if keep is None or keep(exchange_as_frame(ev.obj), ev.capture):
+                self.add_exchange(ev.obj)
         elif kind == "anomaly":
             a = ev.obj
-            self.anomalies[a.kind] += 1
-            pk = self.anomaly_packets[a.kind]
-            if len(pk) < self.MAX_PACKETS_KEPT:
-                pk.append(a.packet)
+            if keep is not None:
+                if ev.frame is not None:
+                    if not keep(ev.frame, ev.capture):
+                        return
+                else:
+                    self._loose.append((ev.capture, a))
+                    return
+            self._count_anomaly(a)
         elif kind == "connection":
-            self.connections.append((ev.capture, ev.obj))
+            if keep is None or (ev.capture, ev.obj.stream) in self._streams:
+                self.connections.append((ev.capture, ev.obj))
         elif kind == "capture_end":
             c = ev.obj
             self.captures.append(
@@ -169,6 +210,12 @@ class StatsCollector:
                     "skipped_unknown_link": c.skipped_unknown_link,
                 }
             )
+
+    def _count_anomaly(self, a: Any) -> None:
+        self.anomalies[a.kind] += 1
+        pk = self.anomaly_packets[a.kind]
+        if len(pk) < self.MAX_PACKETS_KEPT:
+            pk.append(a.packet)
 
     def add_frame(self, f: Frame) -> None:
         t = self._type(f.protocol, f.type)
@@ -216,6 +263,10 @@ class StatsCollector:
         return dict(out)
 
     def result(self) -> dict[str, Any]:
+        for capture, a in self._loose:
+            if a.stream is not None and (capture, a.stream) in self._streams:
+                self._count_anomaly(a)
+        self._loose.clear()
         types = sorted(self.types.values(), key=lambda t: (t.protocol, -t.frames, t.type))
         by_proto = self.latencies_by_protocol()
         return {
