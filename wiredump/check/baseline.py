@@ -91,8 +91,6 @@ def dumps(doc: dict[str, Any], fmt: str) -> str:
     conns = []
     for c in doc["connections"]:
         c = dict(c)
-        for k in ("opens_with",):
-            c[k] = c[k]
         c["client"] = [_Flow(e) for e in c["client"]]
         c["server"] = [_Flow(e) for e in c["server"]]
         if "messages" in c:
