@@ -160,7 +160,7 @@ def compare(
     outcomes = []
     for i, exp in enumerate(expected):
         name = f"{exp.label or f'connection {i + 1}'}: {_title(exp)}"
-        o = Outcome(suite, name, True, "", exp.line, source)
+        o = Outcome(suite, name, True, "", exp.line, source, section="baseline")
         outcomes.append(o)
         if i in missing:
             o.passed = False
@@ -195,7 +195,7 @@ def compare(
         o.details = lines[:MAX_DIFF_LINES]
         if len(lines) > MAX_DIFF_LINES:
             o.details.append(f"… {len(lines) - MAX_DIFF_LINES} more differences")
-    o = Outcome(suite, "no unexpected connections", not extra, "", None, source)
+    o = Outcome(suite, "no unexpected connections", not extra, "", None, source, section="baseline")
     o.message = (
         "every connection of the captures is in the baseline"
         if not extra

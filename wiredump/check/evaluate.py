@@ -41,7 +41,8 @@ class SuiteEvaluator:
         self.rules = rules
         self.suite = suite
         self.out: dict[int, Outcome] = {
-            id(r): Outcome(suite, r.title, True, "", r.line, rules.source) for r in rules.rules
+            id(r): Outcome(suite, r.title, True, "", r.line, rules.source, section=r.section)
+            for r in rules.rules
         }
         self.forbid = rules.section("forbid")
         # The last frame reported for its status, per rule: its own anomalies follow it at

@@ -55,6 +55,8 @@ class Outcome:
     more: int = 0
     """Offenders found beyond the ones listed."""
     details: list[str] = field(default_factory=list)
+    section: str = ""
+    """What kind of check: a rules-file key (forbid, latency_ms, …) or `baseline`."""
 
     def add(self, offender: Offender) -> None:
         if len(self.offenders) < MAX_OFFENDERS:

@@ -138,7 +138,7 @@ def junit(outcomes: list[Outcome], name: str = "wiredump check") -> bytes:
         for o in items:
             tc = ET.SubElement(ts, "testcase", name=_clean(o.rule), classname=_clean(suite), time="0")
             if not o.passed:
-                fail = ET.SubElement(tc, "failure", message=_clean(o.message), type=o.rule.split(" ", 1)[0])
+                fail = ET.SubElement(tc, "failure", message=_clean(o.message), type=o.section or "check")
                 body = [o.message]
                 if _where(o):
                     body.append(f"rule at {_where(o)}")
