@@ -788,3 +788,45 @@ def test_first_request_of_a_newer_version_is_kept() -> None:
         ("ApiVersions", 5, "ok"),
     ]
     assert out.frames[1].error == "UNSUPPORTED_VERSION"
+
+
+# -- robustness ------------------------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+SEED_FRAMES = [
+    produce_v3(1, "t", 0, batch_v2(0, RECS)),
+    produce_v9(2, "t", 1, batch_v2(0, RECS, 1, gzip_mod.compress)),
+    produce_v3(3, "old", 0, legacy(0, None, gzip_mod.compress(legacy(0, b"k", b"v")), 1, 1), api_version=2),
+    fetch_v4_request(4, "t"),
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    which=st.integers(0, len(SEED_FRAMES) - 1),
+    flips=st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=6),
+    cut=st.integers(0, 10_000),
+    role=st.sampled_from(["client", "server"]),
+)
+def test_mutated_frames_never_raise(which: int, flips: list[tuple[int, int]], cut: int, role: str) -> None:
+    data = bytearray(SEED_FRAMES[which])
+    for at, value in flips:
+        data[at % len(data)] = value
+    data = data[: max(1, cut % (len(data) + 1))]
+    s, _ = new_session()
+    s.decode(bytes(data), role, True)
+    s.decode(bytes(data), role, False)
+    s.frame_length(bytes(data), 0, role)
+    s.resync(bytes(data), 0, role)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=300))
+def test_random_bytes_through_the_engine(data: bytes) -> None:
+    fr, out = engine()
+    fr.feed("client", data, 1, 1)
+    fr.feed("server", data[::-1], 2, 2)
+    fr.finish()
+    assert all(f.type != "?" for f in out.frames)  # "?" would be a decoder exception caught by the engine
