@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import random
 import struct
 import subprocess
 import sys
@@ -434,3 +435,49 @@ def test_memory_stays_bounded(tmp_path: Path, compress: bool) -> None:
         tracemalloc.stop()
     assert count == 24_000_000 // (len(one) - 24)
     assert peak < 8_000_000, peak
+
+
+def _compressors() -> dict[str, object]:
+    import bz2
+    import lzma
+
+    import lz4.frame
+    import zstandard
+
+    return {
+        "zstd": zstandard.ZstdCompressor().compress,
+        "lz4": lz4.frame.compress,
+        "xz": lzma.compress,
+        "bzip2": lambda b: bz2.compress(b, 1),  # 100 kB blocks
+        "gzip": gzip.compress,
+    }
+
+
+@pytest.mark.parametrize("kind", ["zstd", "lz4", "xz", "bzip2", "gzip"])
+def test_other_compressions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+    """Wireshark 4.2 reads zstd and lz4 captures too; xz and bzip2 are what people compress with."""
+    compress = _compressors()[kind]
+    rnd = random.Random(7)
+    recs = [
+        Rec(link(ETHERNET, tcp(seq=i, payload=rnd.randbytes(2000)))) for i in range(150)
+    ]  # 300 kB, incompressible
+    raw = write_pcap(tmp_path / "a.pcap", recs).read_bytes()
+    p = tmp_path / f"a.{kind}"
+    p.write_bytes(compress(raw))
+    got, r = _read(p)
+    assert r.compression == kind and r.truncated is None
+    assert [g.data for g in got] == [x.data for x in recs]
+    # Streamed from stdin in small pieces as well.
+    monkeypatch.setattr(capture_mod, "CHUNK", 100)
+    _fake_stdin(monkeypatch, compress(raw))
+    assert [g.data for g in open_capture("-")] == [x.data for x in recs]
+    # Cut in the middle: what came before is read, the cut is reported.
+    data = compress(raw)
+    p.write_bytes(data[: len(data) * 2 // 3])
+    got, r = _read(p)
+    assert 0 < len(got) < 150 and r.truncated is not None
+    assert [g.data for g in got] == [x.data for x in recs[: len(got)]]
+    # Not a capture inside.
+    p.write_bytes(compress(b"just some text that is long enough to have a header"))
+    with pytest.raises(CaptureError, match="not a pcap or pcapng capture"):
+        open_capture(str(p))

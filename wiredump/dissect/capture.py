@@ -1,4 +1,9 @@
-"""Capture input: pcap and pcapng records, streamed from a file, a gzip file or stdin.
+"""Capture input: pcap and pcapng records, streamed from a file or stdin.
+
+Formats: pcap (µs and ns, both byte orders, the "modified" Kuznetsov variant) and pcapng
+(several sections, interfaces and link types; EPB, SPB and the obsolete PB; other blocks
+skipped). Either may be compressed with gzip, zstd or lz4 (as Wireshark reads them), or
+xz / bzip2; the compression is recognised by its magic, never by the file name.
 
 The file is read in large chunks and records are cut out of each chunk with
 precompiled `struct` unpackers, so memory stays bounded by the largest record and a
@@ -14,13 +19,16 @@ microseconds whatever the file's resolution.
 
 from __future__ import annotations
 
+import bz2
+import io
+import lzma
 import os
 import struct
 import sys
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from wiredump.dissect.packet import LINKTYPE_NAMES, SUPPORTED_LINKTYPES
 
@@ -39,6 +47,10 @@ PCAP_MAGIC_KUZNETSOV = 0xA1B2CD34  # "modified" pcap of old Red Hat tcpdump: 8 m
 PCAPNG_SHB = 0x0A0D0D0A
 PCAPNG_BOM = 0x1A2B3C4D
 GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+LZ4_MAGIC = b"\x04\x22\x4d\x18"
+XZ_MAGIC = b"\xfd7zXZ\x00"
+BZIP2_MAGIC = b"BZh"
 
 # pcapng block types
 BT_IDB = 1
@@ -110,6 +122,70 @@ def _gunzip(raw: Iterator[bytes]) -> Iterator[bytes]:
             yield rest
 
 
+class _ChunkFile(io.RawIOBase):
+    """A read-only file over an iterator of chunks, for the stream decompressors that want one."""
+
+    def __init__(self, chunks: Iterator[bytes]):
+        self._chunks = chunks
+        self._view = memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        if not self._view:
+            chunk = next(self._chunks, b"")
+            if not chunk:
+                return 0
+            self._view = memoryview(chunk)
+        n = min(len(b), len(self._view))
+        b[:n] = self._view[:n]
+        self._view = self._view[n:]
+        return n
+
+
+def _read_chunks(f: Any) -> Iterator[bytes]:
+    """Chunks of at most CHUNK bytes from a decompressing file, so a bomb cannot blow up memory.
+
+    `read1` hands over what one step decoded, so a stream cut short still yields what precedes the cut.
+    """
+    read = getattr(f, "read1", f.read)
+    while True:
+        b = read(CHUNK)
+        if not b:
+            return
+        yield b
+
+
+def _decompressor(first: bytes, raw: Iterator[bytes]) -> tuple[str | None, Iterator[bytes]]:
+    """(compression name, decompressed chunks) for a stream starting with `first`."""
+    if first[:2] == GZIP_MAGIC:
+        return "gzip", _gunzip(raw)
+    if first[:4] == ZSTD_MAGIC:
+        import zstandard
+
+        reader = zstandard.ZstdDecompressor().stream_reader(_ChunkFile(raw), read_across_frames=True)
+        return "zstd", _read_chunks(reader)
+    if first[:4] == LZ4_MAGIC:
+        import lz4.frame
+
+        return "lz4", _read_chunks(lz4.frame.LZ4FrameFile(_ChunkFile(raw)))
+    if first[:6] == XZ_MAGIC:
+        return "xz", _read_chunks(lzma.LZMAFile(_ChunkFile(raw)))
+    if first[:3] == BZIP2_MAGIC:
+        return "bzip2", _read_chunks(bz2.BZ2File(_ChunkFile(raw)))
+    return None, raw
+
+
+def _decompress_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions the stream decompressors raise on damaged or cut input."""
+    errors: list[type[BaseException]] = [zlib.error, EOFError, lzma.LZMAError, RuntimeError]
+    zstandard = sys.modules.get("zstandard")
+    if zstandard is not None:
+        errors.append(zstandard.ZstdError)
+    return tuple(errors)
+
+
 def _ts_scale(resol: int) -> tuple[int, int, int]:
     """(multiplier, divisor, right shift) turning pcapng timestamp units into microseconds exactly."""
     n = resol & 0x7F
@@ -134,7 +210,7 @@ class CaptureReader:
         self.truncated: str | None = None
         self.skipped_unknown_link = 0
         self.records = 0
-        self.gzipped = False
+        self.compression: str | None = None  # "gzip", "zstd", "lz4", "xz", "bzip2"
         self.format = ""
         self.linktype: int | None = None  # pcap only: the file's single link type
         self._file: BinaryIO | None = None
@@ -181,11 +257,7 @@ class CaptureReader:
             self.close()
             raise CaptureError(f"{self.name}: is empty, not a capture")
         raw = _chunks_from_file(f, first, interactive, self._consumed)
-        if first[:2] == GZIP_MAGIC:
-            self.gzipped = True
-            chunks = _gunzip(raw)
-        else:
-            chunks = raw
+        self.compression, chunks = _decompressor(first, raw)
         self._chunks = chunks
         # Read enough for the file header.
         head = b""
@@ -195,18 +267,18 @@ class CaptureReader:
                 if not b:
                     break
                 head += b
-        except (zlib.error, OSError, EOFError) as e:
+        except (OSError, *_decompress_errors()) as e:
             self.close()
-            raise CaptureError(f"{self.name}: damaged gzip data ({e})") from None
+            raise CaptureError(f"{self.name}: damaged {self.compression} data ({e})") from None
         self._buf = head
         self._check_header(head)
 
     def _check_header(self, head: bytes) -> None:
-        what = "gzip-compressed file" if self.gzipped else "file"
+        what = f"{self.compression}-compressed file" if self.compression else "file"
         if len(head) < 4:
             self.close()
-            if self.gzipped and not head:
-                raise CaptureError(f"{self.name}: is an empty gzip file, not a capture")
+            if self.compression and not head:
+                raise CaptureError(f"{self.name}: {self.compression} data holds nothing (empty or cut short)")
             raise CaptureError(
                 f"{self.name}: not a pcap or pcapng capture ({what} of only {len(head)} bytes)"
             )
@@ -253,12 +325,13 @@ class CaptureReader:
                 yield from self._pcap_records()
             else:
                 yield from self._pcapng_records()
-        except (zlib.error, EOFError) as e:
-            self.truncated = f"damaged gzip data after packet {self.records} ({e})"
         except struct.error:  # a field beyond its block: corrupt input, never a traceback
             self.truncated = f"corrupt capture data after packet {self.records}"
         except OSError as e:
-            self.truncated = f"read error after packet {self.records} ({e.strerror or e})"
+            what = f"damaged {self.compression} data" if self.compression else "read error"
+            self.truncated = f"{what} after packet {self.records} ({e.strerror or e})"
+        except _decompress_errors() as e:
+            self.truncated = f"damaged {self.compression} data after packet {self.records} ({e})"
         finally:
             self.close()
 
@@ -512,6 +585,10 @@ class CaptureReader:
             p += (olen + 3) & ~3
         mult, div, shift = _ts_scale(resol)
         return (lt, mult, div, shift, offset_s * 1_000_000, snap)
+
+    @property
+    def gzipped(self) -> bool:
+        return self.compression == "gzip"
 
     @property
     def bytes_read(self) -> int:
