@@ -41,6 +41,10 @@ class Options:
     keep_bytes: bool = False
     """Keep each frame's bytes (hex dumps)."""
     show_secrets: bool = False
+    messages: bool = True
+    """Decode every application message. Sinks that need only frames (the plain timeline)
+    turn it off; decoders may then count messages from their headers instead of decoding
+    each one (checksums are still verified)."""
     hold_frames: int = 20000
     hold_us: int = 120_000_000
     limits: Limits | None = None
@@ -141,7 +145,7 @@ class _Capture:
             server_port=conn.server_port,
             correlator=Correlator(conn.stream, spec.name, self.limits.max_pending_requests),
             limits=self.limits,
-            options={"show_secrets": self.options.show_secrets},
+            options={"show_secrets": self.options.show_secrets, "messages": self.options.messages},
         )
         framer = ConnectionFramer(spec, spec.new_session(ctx), ctx, self, keep_bytes=self.options.keep_bytes)
         conn.user = framer
