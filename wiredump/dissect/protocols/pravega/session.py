@@ -1,26 +1,15 @@
-"""Per-connection Pravega decoding: framing, the table walk, appends, pairing.
+"""Per-connection Pravega decoding: framing, the table walk, versions, appends and reads.
 
 Framing is the 8-byte header `[int32 type][int32 length]` (big-endian); a type in
 the signed-byte range that the table does not know still has a trustworthy
 length, so it becomes an `unknown_type` frame and framing goes on.
 
-Pairing (WIRE.md §4). `correlation_id` is the requestId, which the Java client
-packs as `(flowId << 32) | sequence`; replies echo it whole, so pairs are keyed by
-the full value and the flow id is shown in `fields["flow"]`. The session keeps its
-own index of outstanding requests (by requestId, and for appends by writer id and
-event number) and hands each pair to the shared correlator under a key unique to
-the request, so:
-
-* a reply pairs with the oldest outstanding request with its requestId whose type it
-  answers; failure replies (WrongHost, NoSuchSegment, SegmentIsSealed, …) answer any
-  request; their `error` is the reply's command name and `error_code` its type code;
-* DATA_APPENDED(writer, eventNumber, previousEventNumber) acknowledges every append
-  of that writer with last event number in (previous, eventNumber]: one exchange row
-  per acknowledged AppendBlockEnd / ConditionalAppend / ConditionalBlockEnd (latency
-  each), the DATA_APPENDED's own peer being the append it names;
-* a READ_SEGMENT answered by several SEGMENT_READs: the first makes the exchange, the
-  others point at the same request (`peer_packet`) without a second row;
-* HELLO from the client pairs with the server's HELLO; KEEP_ALIVE is an event.
+`correlation_id` is the requestId, which the Java client packs as
+`(flowId << 32) | sequence`; replies echo it whole, so pairs are keyed by the full
+value (`pairing.py`) and the flow id is shown in `fields["flow"]`. The first frame of
+each direction must check out as strictly as a resync candidate, because a capture
+that starts mid-connection starts mid-frame. TLS on the port makes the connection
+undecodable.
 
 Versions: each HELLO shows its side's (high, low) wire versions and, once both are
 known, the peer's. Sides that differ but overlap are normal (clients and segment
@@ -34,8 +23,7 @@ from __future__ import annotations
 
 import re
 import struct
-from collections import OrderedDict, deque
-from dataclasses import dataclass
+from collections import OrderedDict
 from typing import Any
 
 from wiredump.dissect.model import (
@@ -69,36 +57,23 @@ from wiredump.dissect.protocols.pravega.events import (
     describe_block,
     split_records,
 )
+from wiredump.dissect.protocols.pravega.pairing import Pairing
 from wiredump.dissect.protocols.pravega.summary import summarize
 from wiredump.dissect.wire import Cursor, Short
 
 PROTOCOL = "pravega"
 _HDR = struct.Struct(">ii")
 _CODE = struct.Struct(">i")
-APPEND_TYPES = frozenset({"AppendBlockEnd", "ConditionalAppend", "ConditionalBlockEnd"})
-APPEND_REPLIES = frozenset({"DataAppended", "ConditionalCheckFailed"})
 DATA_VIEW = 1024
 """Bytes of a data blob kept in `fields` (all of it goes to messages; `-x` shows the frame)."""
 RESYNC_DECODE_MAX = 64 * 1024
 RESYNC_WAIT_MAX = 16 * 1024
 """A candidate frame up to this size is verified whole before resynchronising on it."""
-MAX_ANSWERED_READS = 1024
 MAX_WRITERS = 10000
 
 _RESYNC_RE = re.compile(
     b"(?=(" + b"|".join(re.escape(struct.pack(">i", c)) for c in sorted(TOP_LEVEL_CODES)) + b"))"
 )
-
-
-@dataclass(slots=True)
-class _Pending:
-    """Private to a request frame: its correlator key and whether it has been answered."""
-
-    key: tuple[Any, ...]
-    request_id: int | None
-    writer_id: str | None = None
-    event_number: int | None = None
-    done: bool = False
 
 
 def plausible_header(code: int, length: int) -> bool:
@@ -114,17 +89,11 @@ def plausible_header(code: int, length: int) -> bool:
 class PravegaSession(Session):
     def __init__(self, ctx: ConnContext) -> None:
         super().__init__(ctx)
-        self._seq = 0
-        self._by_rid: dict[int, deque[Frame]] = {}
-        self._appends: dict[str, OrderedDict[int, Frame]] = {}
-        self._pending_count = 0
-        self._answered_reads: OrderedDict[int, Frame] = OrderedDict()
+        self._pairs = Pairing(ctx.correlator, ctx.limits.max_pending_requests)
         self._writer_segment: OrderedDict[str, str] = OrderedDict()
         self._hello: dict[str, tuple[int, int]] = {}
-        self._hello_req: Frame | None = None
         self._blocks = BlockAssembler()
         self._reads = ReadJoiner()
-        self._max_pending = max(16, ctx.limits.max_pending_requests)
         self._started: set[str] = set()
         """Directions whose first frame has been sized."""
 
@@ -279,7 +248,7 @@ class PravegaSession(Session):
                 fields["data_length"] = len(fields["data"])
                 for p in self._blocks.add_block(fields["writer_id"], fields["data"]):
                     f.anomalies.append(Anomaly("append_block", p))
-                self.ctx.correlator.request(f, ("pravega-block",), expects_response=False)
+                self._pairs.no_reply(f)
             return
         if not ok:
             return
@@ -296,25 +265,18 @@ class PravegaSession(Session):
         elif name == "SegmentRead":
             self._on_segment_read(f)
         if f.kind == REQUEST:
-            self._register(f, cmd)
+            self._pairs.register(f, cmd)
         elif f.kind == RESPONSE:
-            self._answer(f, cmd)
+            self._pairs.answer(f, cmd)
 
     # -- hello -----------------------------------------------------------------------------
     def _on_hello(self, f: Frame, role: str) -> None:
         mine = (f.fields["high_version"], f.fields["low_version"])
         self._hello[role] = mine
         if role == CLIENT:
-            self._hello_req = f
-            f.context = _Pending(self._next_key(), None)
-            self.ctx.correlator.request(f, f.context.key)
+            self._pairs.hello_request(f)
         else:
-            req = self._hello_req
-            if req is not None and isinstance(req.context, _Pending) and not req.context.done:
-                req.context.done = True
-                self.ctx.correlator.response(f, req.context.key)
-            else:
-                self.ctx.correlator.response(f, ("pravega-no-hello",))
+            self._pairs.hello_reply(f)
         other = "server" if role == CLIENT else CLIENT
         if other not in self._hello:
             return
@@ -443,169 +405,12 @@ class PravegaSession(Session):
             )
 
     # -- pairing -------------------------------------------------------------------------------
-    def _next_key(self) -> tuple[str, int]:
-        self._seq += 1
-        return ("pravega", self._seq)
-
-    def _register(self, f: Frame, cmd: Command) -> None:
-        fields = f.fields
-        rid = f.correlation_id
-        p = _Pending(self._next_key(), rid)
-        if cmd.name in APPEND_TYPES:
-            p.writer_id = fields["writer_id"]
-            p.event_number = fields.get("last_event_number", fields.get("event_number"))
-        f.context = p
-        self.ctx.correlator.request(f, p.key)
-        if rid is not None and rid != -1:
-            self._by_rid.setdefault(rid, deque()).append(f)
-            self._pending_count += 1
-        if p.writer_id is not None and p.event_number is not None:
-            self._appends.setdefault(p.writer_id, OrderedDict())[p.event_number] = f
-            self._pending_count += 1
-        if self._pending_count > 2 * self._max_pending:
-            self._prune()
-
-    def _answer(self, f: Frame, cmd: Command) -> None:
-        fields, name = f.fields, cmd.name
-        rid = f.correlation_id
-        reqs: list[Frame] = []
-        if name == "DataAppended":
-            reqs = self._acked_appends(
-                fields["writer_id"], fields["previous_event_number"], fields["event_number"]
-            )
-        elif name == "ConditionalCheckFailed":
-            reqs = self._acked_appends(
-                fields["writer_id"], fields["event_number"] - 1, fields["event_number"]
-            )
-        if not reqs and rid is not None and rid != -1:
-            req, expected = self._by_request_id(rid, cmd)
-            if req is not None:
-                reqs = [req]
-                if not expected:
-                    f.anomalies.append(
-                        Anomaly(
-                            "unexpected_reply", f"{name} is not a reply {req.type} expects (request id {rid})"
-                        )
-                    )
-        if not reqs and name == "InvalidEventNumber":
-            n = fields.get("event_number", -1)
-            reqs = self._acked_appends(fields["writer_id"], n - 1, n) if n != -1 else []
-        if not reqs and name == "SegmentRead" and rid is not None:
-            first = self._answered_reads.get(rid)
-            if first is not None:
-                f.peer_packet = first.packet or None
-                fields["continues_read_of_packet"] = first.packet
-                return
-        if not reqs:
-            self.ctx.correlator.response(f, ("pravega-unmatched",))
-            return
-        for req in reqs:
-            p = req.context
-            p.done = True
-            self.ctx.correlator.response(f, p.key)
-            if req.type == "ReadSegment" and rid is not None:
-                self._answered_reads[rid] = req
-                while len(self._answered_reads) > MAX_ANSWERED_READS:
-                    self._answered_reads.popitem(last=False)
-        if len(reqs) > 1:
-            fields["acknowledges"] = [r.context.event_number for r in reqs]
-
-    def _acked_appends(self, writer: str, previous: int, last: int) -> list[Frame]:
-        """Outstanding appends of `writer` whose last event number is in (previous, last].
-
-        Appends are indexed in the order sent, which is event-number order, so the scan
-        stops at the first one past `last`.
-        """
-        pending = self._appends.get(writer)
-        if not pending:
-            return []
-        out = []
-        for n, req in list(pending.items()):
-            if n > last:
-                break
-            if _dead(req):
-                self._forget(req)
-            elif previous < 0 or n > previous:
-                out.append(req)
-        for req in out:
-            self._forget(req)
-        return out
-
-    def _by_request_id(self, rid: int, cmd: Command) -> tuple[Frame | None, bool]:
-        """The oldest outstanding request with this request id that `cmd` answers.
-
-        Request ids are unique per flow, so when no outstanding request expects this
-        reply type, the oldest non-append request with the id is still its request
-        (returned with False: the reply is not one the request expects). Append
-        acknowledgements never take that fallback; they pair by writer and event number.
-        """
-        fallback = None
-        for req in list(self._by_rid.get(rid, ())):
-            if _dead(req):
-                self._forget(req)
-                continue
-            req_cmd = COMMANDS.get(req.type_code)
-            if req_cmd is None:
-                continue
-            if cmd.failure or cmd.name in req_cmd.replies:
-                self._forget(req)
-                return req, True
-            if fallback is None and req.type not in APPEND_TYPES and cmd.name not in APPEND_REPLIES:
-                fallback = req
-        if fallback is not None:
-            self._forget(fallback)
-        return fallback, False
-
-    def _forget(self, req: Frame) -> None:
-        """Drop a request from both indexes (answered, or given up by the correlator)."""
-        p = req.context
-        q = self._by_rid.get(p.request_id) if p.request_id is not None else None
-        if q is not None:
-            for i, other in enumerate(q):
-                if other is req:
-                    del q[i]
-                    self._pending_count -= 1
-                    break
-            if not q:
-                del self._by_rid[p.request_id]
-        if p.writer_id is not None:
-            appends = self._appends.get(p.writer_id)
-            if appends is not None and appends.get(p.event_number) is req:
-                del appends[p.event_number]
-                self._pending_count -= 1
-                if not appends:
-                    del self._appends[p.writer_id]
-
-    def _prune(self) -> None:
-        """Forget requests the correlator already gave up on (it bounds outstanding requests)."""
-        count = 0
-        for rid in list(self._by_rid):
-            q = deque(r for r in self._by_rid[rid] if not _dead(r))
-            if q:
-                self._by_rid[rid] = q
-                count += len(q)
-            else:
-                del self._by_rid[rid]
-        for w in list(self._appends):
-            live = OrderedDict((n, r) for n, r in self._appends[w].items() if not _dead(r))
-            if live:
-                self._appends[w] = live
-                count += len(live)
-            else:
-                del self._appends[w]
-        self._pending_count = count
-
     def close(self) -> list[Frame]:
         for writer in self._blocks.pending_writers():
             self.ctx.report(
                 Anomaly("append_block", f"connection ended with the APPEND_BLOCK of writer {writer} open")
             )
         return []
-
-
-def _dead(req: Frame) -> bool:
-    p = req.context
-    return not isinstance(p, _Pending) or p.done or not req.awaiting
 
 
 def _kind(cmd: Command, role: str) -> str:
