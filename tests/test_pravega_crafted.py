@@ -653,3 +653,24 @@ def test_block_end_of_another_writer_drops_the_open_block() -> None:
     end = out.one("AppendBlockEnd")
     assert [a.kind for a in end.anomalies] == ["append_block"]
     assert [m.value for m in end.messages] == [b"mine"]
+
+
+def test_gap_mid_frame_then_resync() -> None:
+    """Bytes lost in the middle of an AppendBlockEnd: the cut frame is truncated, the next one decodes."""
+    out = Out()
+    ctx = ConnContext("crafted", 0, "10.0.0.1", 40000, "10.0.0.2", 12345, Correlator(0, "pravega"), Limits())
+    framer = ConnectionFramer(SPEC, SPEC.new_session(ctx), ctx, out)
+    first = block_end(0, record(b"a" * 40), 1, 1, 2)
+    second = block_end(0, record(b"b" * 40), 1, 2, 3)
+    framer.feed("client", HELLO_C + setup_append(1) + first[:30], 1, 1000)
+    framer.gap("client", len(first) - 60, 2, 2000)
+    framer.feed("client", first[-30:] + second, 3, 3000)
+    framer.finish()
+    assert [(f.type, f.status) for f in out.frames] == [
+        ("Hello", "ok"),
+        ("SetupAppend", "ok"),
+        ("AppendBlockEnd", "truncated"),
+        ("AppendBlockEnd", "ok"),
+    ]
+    assert out.frames[2].messages == [] and [m.value for m in out.frames[3].messages] == [b"b" * 40]
+    assert "resync" in [a.kind for a in out.anomalies]
