@@ -582,3 +582,34 @@ def test_json_baseline_round_trip(captures: Path, tmp_path: Path, capsys: pytest
     doc = json.loads(as_json.read_text())
     produced = sum(sum(c.get("messages", {}).get("produce", {}).values()) for c in doc["connections"])
     assert produced == summary["produced_messages"]
+
+
+def test_allowed_error_names_on_tank(
+    captures: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = captures / "tank" / "t07-errors.pcap"
+    rows = pdus(captures / "tank" / "t07-errors.pdus.tsv")
+    # Independent decode: Produce requests to a topic that does not exist and to a partition
+    # the one-partition topic `events` lacks; their responses must carry an error.
+    bad_req = {
+        r["stream"]: r for r in rows if r["msg_name"] == "Produce" and r["topics"] in ("nosuch/0", "events/7")
+    }
+    assert len(bad_req) == 2
+    responses = {
+        (int(r["last_frame"]), int(r["stream"]))
+        for r in rows
+        if r["dir"] == "s>c" and r["msg_name"] == "Produce" and r["stream"] in bad_req
+    }
+    rules = tmp_path / "r.yaml"
+    rules.write_text("allowed_errors:\n  tank.*: [0]\n")
+    code, out, _ = run(["check", str(src), "--rules", str(rules), "--json"], capsys)
+    assert code == 1
+    (check,) = json.loads(out)["suites"][0]["checks"]
+    places = {(o["packet"], o["stream"]) for o in check["offenders"] if o["type"] == "Produce"}
+    assert places == responses
+    # Allowed by name for Produce: only the other types' errors remain.
+    rules.write_text(
+        "allowed_errors:\n  tank.*: [0]\n  tank.Produce: [0, UNKNOWN_TOPIC, unknown_partition]\n"
+    )
+    code, out, _ = run(["check", str(src), "--rules", str(rules)], capsys)
+    assert "PASS allowed_errors tank.Produce" in out and "FAIL allowed_errors tank.*" in out
