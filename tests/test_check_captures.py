@@ -191,6 +191,17 @@ def test_junit_shape(captures: Path, tmp_path: Path, capsys: pytest.CaptureFixtu
     assert code == 1
     root = ET.parse(junit).getroot()
     assert root.tag == "testsuites"
+    # Only elements and attributes the common JUnit schema (Jenkins junit-10.xsd) allows.
+    allowed = {
+        "testsuites": {"name", "time", "tests", "failures", "disabled", "errors"},
+        "testsuite": {"name", "tests", "failures", "errors", "time", "disabled", "skipped", "timestamp",
+                      "hostname", "id", "package"},
+        "testcase": {"name", "assertions", "time", "classname", "status"},
+        "failure": {"message", "type"},
+        "system-out": set(),
+    }  # fmt: skip
+    for el in root.iter():
+        assert el.tag in allowed and set(el.attrib) <= allowed[el.tag], (el.tag, el.attrib)
     suites = root.findall("testsuite")
     assert [s.get("name") for s in suites] == [str(src), f"baseline {base}"]
     total = failures = 0
