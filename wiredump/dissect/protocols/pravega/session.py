@@ -182,6 +182,7 @@ class PravegaSession(Session):
                 UNKNOWN_TYPE,
                 "unknown_type",
                 f"type code {code} is not a Pravega WireCommandType ({length} bytes)",
+                0,
             )
             f.summary = f"unknown type {code}, {length} bytes"
             return [f]
