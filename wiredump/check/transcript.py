@@ -2,14 +2,15 @@
 
 Per TCP connection and per role (client, server) the sequence of frames, each reduced
 to the fields that should not change between two runs of the same scenario: type,
-version, status, error code, topics, message count. What changes from run to run
-(ports, timestamps, correlation and producer ids, producer names, offsets, the stream
-numbering) is left out unless asked for with `--include`. Consecutive identical entries
-collapse into one with `repeat: N`, so a producer sending 10,000 SENDs is one line and
-memory stays proportional to the number of distinct runs, not frames. How many messages
-each frame carries depends on client batching and timing, so by default only the
-per-connection totals (by direction and topic) are kept; `batch` adds the per-frame count. Timing noise
-(keep-alives: Pulsar PING/PONG, Kafka Heartbeat, Pravega KeepAlive) is skipped by default.
+version, status, error code, topics; and per connection the messages carried, by
+direction and topic. What changes from run to run (ports, timestamps, correlation and
+producer ids, producer names, offsets, the stream numbering) is left out unless asked for
+with `--include`. How many messages each frame carries depends on client batching and
+timing, so it is left out too (`batch` adds it). Consecutive identical entries collapse
+into one with `repeat: N`, so a producer sending 10,000 SENDs is one line and memory
+stays proportional to the number of distinct runs, not frames. Keep-alives (Pulsar
+PING/PONG, Kafka Heartbeat, Pravega KeepAlive) come and go with timing and are skipped
+by default.
 """
 
 from __future__ import annotations
@@ -185,6 +186,9 @@ class Entry:
 
 @dataclass(slots=True)
 class ConnTranscript:
+    """One connection's transcript: entries per role and message totals (plus, for a run,
+    where it is: capture and stream; for a baseline, its label and line in the file)."""
+
     protocol: str
     client: list[Entry] = field(default_factory=list)
     server: list[Entry] = field(default_factory=list)
@@ -197,7 +201,6 @@ class ConnTranscript:
     label: str | None = None
     """For a baseline connection: its name in the file (`connection 3`)."""
     line: int | None = None
-    frames: Counter[str] = field(default_factory=Counter)
 
     def side(self, role: str) -> list[Entry]:
         return self.client if role == "client" else self.server
