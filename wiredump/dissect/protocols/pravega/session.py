@@ -28,6 +28,7 @@ from typing import Any
 
 from wiredump.dissect.model import (
     CLIENT,
+    DELIVER,
     EVENT,
     MALFORMED,
     PRODUCE,
@@ -397,7 +398,7 @@ class PravegaSession(Session):
         for pos, payload in recs.events:
             f.messages.append(
                 Message(
-                    direction="deliver",
+                    direction=DELIVER,
                     value_size=len(payload),
                     topic=segment,
                     value=payload,
@@ -405,7 +406,7 @@ class PravegaSession(Session):
                 )
             )
 
-    # -- pairing -------------------------------------------------------------------------------
+    # -- end -----------------------------------------------------------------------------------
     def close(self) -> list[Frame]:
         for writer in self._blocks.pending_writers():
             self.ctx.report(
