@@ -624,3 +624,27 @@ def test_allowed_error_names_on_tank(
     )
     code, out, _ = run(["check", str(src), "--rules", str(rules)], capsys)
     assert "PASS allowed_errors tank.Produce" in out and "FAIL allowed_errors tank.*" in out
+
+
+def test_exit_codes_of_the_installed_command(captures: Path, tmp_path: Path) -> None:
+    """The real process: 0 pass, 1 fail, 2 bad rules file — and plain text in a pipe."""
+    import subprocess
+    import sys
+
+    src = str(captures / "tank" / "t01-basic.pcap")
+    ok, bad, broken = tmp_path / "ok.yaml", tmp_path / "bad.yaml", tmp_path / "broken.yaml"
+    ok.write_text("forbid: [malformed]\n")
+    bad.write_text("expect:\n  tank.Produce: {max: 0}\n")
+    broken.write_text("forbid: [malformed]\nexpect: 3\n")
+    codes = []
+    for rules in (ok, bad, broken):
+        res = subprocess.run(
+            [sys.executable, "-m", "wiredump", "check", src, "--rules", str(rules)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        codes.append(res.returncode)
+        assert "\x1b[" not in res.stdout
+    assert codes == [0, 1, 2]
+    assert f"{broken}:2" in res.stderr and "must be a mapping" in res.stderr
