@@ -104,6 +104,10 @@ def parse(root: Loc | None, source: str) -> Rules:
             out.extend(_forbid(loc, kline))
         elif key == "max_unanswered":
             if isinstance(loc.value, dict):
+                if not loc.value:
+                    raise SpecError(
+                        source, kline, "max_unanswered is empty: give a number or protocol.Type: number"
+                    )
                 for i, (name, v) in enumerate(loc.value.items()):
                     p = names.parse(loc, name, order + i, loc.key_line(name))
                     limit = spec.integer(v, f"max_unanswered for {name}")
