@@ -674,3 +674,12 @@ def test_gap_mid_frame_then_resync() -> None:
     ]
     assert out.frames[2].messages == [] and [m.value for m in out.frames[3].messages] == [b"b" * 40]
     assert "resync" in [a.kind for a in out.anomalies]
+
+
+def test_long_lists_are_read_whole_but_shown_in_part() -> None:
+    n = 1500
+    out = run(c(read_segment(1, 0)), sv(cmd(75, i64(1) + i32(n) + b"".join(i64(v) for v in range(n)))))
+    f = out.one("TableEntriesUpdated")
+    assert f.status == "ok" and f.fields["updated_versions_total"] == n
+    assert f.fields["updated_versions"] == list(range(1000))
+    assert f.summary == "1500 versions"

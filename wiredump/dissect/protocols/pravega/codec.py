@@ -18,6 +18,26 @@ from wiredump.dissect.protocols.pravega.commands import (
 )
 from wiredump.dissect.wire import Cursor, Short
 
+MAX_LIST_ITEMS = 1000
+"""List items kept in `fields` (all are read and checked; the total is recorded)."""
+
+
+class Shown(list):  # type: ignore[type-arg]
+    """A decoded list cut to MAX_LIST_ITEMS items; `total` is how many the wire held."""
+
+    total: int = 0
+
+
+def _collect(n: int, read: Any) -> list[Any]:
+    """Call `read()` n times (every item is read, so the frame is fully checked); keep the first items."""
+    out: Shown = Shown()
+    out.total = n
+    for i in range(n):
+        item = read()
+        if i < MAX_LIST_ITEMS:
+            out.append(item)
+    return out
+
 
 class BadField(Exception):
     """A field holds a value its encoding forbids (not a short read)."""
@@ -108,12 +128,12 @@ def read_table_value(c: Cursor) -> dict[str, Any]:
 
 def read_table_entries(c: Cursor) -> list[dict[str, Any]]:
     n = _count(c, "table entries", 16)
-    return [{"key": read_table_key(c), "value": read_table_value(c)} for _ in range(n)]
+    return _collect(n, lambda: {"key": read_table_key(c), "value": read_table_value(c)})
 
 
 def read_table_keys(c: Cursor) -> list[dict[str, Any]]:
     n = _count(c, "table keys", 8)
-    return [read_table_key(c) for _ in range(n)]
+    return _collect(n, lambda: read_table_key(c))
 
 
 def read_iterator_args(c: Cursor) -> dict[str, bytes]:
@@ -131,6 +151,25 @@ def read_event(c: Cursor) -> dict[str, Any]:
     if kind != 0:
         raise BadField(f"embedded event has type {kind}, not 0 (EVENT)", start)
     return {"data": read_blob(c, "event data")}
+
+
+def _chunk_info(c: Cursor) -> dict[str, Any]:
+    return {
+        "length_in_metadata": c.i64("lengthInMetadata"),
+        "length_in_storage": c.i64("lengthInStorage"),
+        "start_offset": c.i64("startOffset"),
+        "chunk_name": read_str(c, "chunkName"),
+        "exists_in_storage": c.u8("existsInStorage") != 0,
+    }
+
+
+def _attribute_update(c: Cursor) -> dict[str, Any]:
+    item: dict[str, Any] = {"attribute_id": c.uuid("attributeId")}
+    t = c.i8("attributeUpdateType")
+    item["update_type"] = ATTRIBUTE_UPDATE_TYPES.get(t, t)
+    item["new_value"] = c.i64("newValue")
+    item["old_value"] = c.i64("oldValue")
+    return item
 
 
 def _read(c: Cursor, f: F) -> Any:
@@ -167,35 +206,18 @@ def _read(c: Cursor, f: F) -> Any:
     if k == "table_iterator_args":
         return read_iterator_args(c)
     if k == "longs":
-        return [c.i64(f.name) for _ in range(_count(c, f.name, 8))]
+        return _collect(_count(c, f.name, 8), lambda: c.i64(f.name))
     if k == "strs":
-        return [read_str(c, f.name) for _ in range(_count(c, f.name, 2))]
+        return _collect(_count(c, f.name, 2), lambda: read_str(c, f.name))
     if k == "merged_sources":
-        return [
-            {"source": read_str(c, "source"), "new_target_write_offset": c.i64("offset")}
-            for _ in range(_count(c, f.name, 10))
-        ]
+        return _collect(
+            _count(c, f.name, 10),
+            lambda: {"source": read_str(c, "source"), "new_target_write_offset": c.i64("offset")},
+        )
     if k == "chunk_infos":
-        return [
-            {
-                "length_in_metadata": c.i64("lengthInMetadata"),
-                "length_in_storage": c.i64("lengthInStorage"),
-                "start_offset": c.i64("startOffset"),
-                "chunk_name": read_str(c, "chunkName"),
-                "exists_in_storage": c.u8("existsInStorage") != 0,
-            }
-            for _ in range(_count(c, f.name, 27))
-        ]
+        return _collect(_count(c, f.name, 27), lambda: _chunk_info(c))
     if k == "attribute_updates":
-        out = []
-        for _ in range(_count(c, f.name, 33)):
-            item: dict[str, Any] = {"attribute_id": c.uuid("attributeId")}
-            t = c.i8("attributeUpdateType")
-            item["update_type"] = ATTRIBUTE_UPDATE_TYPES.get(t, t)
-            item["new_value"] = c.i64("newValue")
-            item["old_value"] = c.i64("oldValue")
-            out.append(item)
-        return out
+        return _collect(_count(c, f.name, 33), lambda: _attribute_update(c))
     raise BadField(f"no reader for field kind {k!r}", c.pos)
 
 
@@ -211,7 +233,12 @@ def decode_fields(c: Cursor, fields: tuple[F, ...], out: dict[str, Any]) -> list
             out[f.name] = [] if isinstance(f.default, list) else f.default
             absent.append(f.name)
             continue
-        out[f.name] = _read(c, f)
+        value = _read(c, f)
+        if isinstance(value, Shown):
+            if value.total > len(value):
+                out[f.name + "_total"] = value.total
+            value = list(value)
+        out[f.name] = value
     return absent
 
 

@@ -93,10 +93,15 @@ def _segment_read(f: Frame, d: dict[str, Any]) -> str:
     return _join(f"{d.get('segment')} @{d.get('offset')}", _data(d) or f"{d.get('data_length', 0)} B", *flags)
 
 
+def _n(d: dict[str, Any], key: str) -> int:
+    """Items of a decoded list, counting those cut from `fields`."""
+    return d.get(key + "_total", len(d[key]))
+
+
 def _table(d: dict[str, Any]) -> str:
     for key in ("entries", "keys"):
         if isinstance(d.get(key), list):
-            return f"{len(d[key])} {'entries' if key == 'entries' else 'keys'}"
+            return f"{_n(d, key)} {key}"
     return ""
 
 
@@ -107,6 +112,7 @@ def _generic(f: Frame, d: dict[str, Any]) -> str:
         if (
             k in _SKIP
             or k in absent
+            or k.endswith("_total")
             or k in ("entries", "keys", "data", "padding")
             or isinstance(v, (bytes, dict, list))
         ):
@@ -131,13 +137,13 @@ def _generic(f: Frame, d: dict[str, Any]) -> str:
     if table:
         parts.insert(1, table)
     if isinstance(d.get("sources"), list):
-        parts.append(f"{len(d['sources'])} sources")
+        parts.append(f"{_n(d, 'sources')} sources")
     if isinstance(d.get("merged"), list):
-        parts.append(f"{len(d['merged'])} merged")
+        parts.append(f"{_n(d, 'merged')} merged")
     if isinstance(d.get("updated_versions"), list):
-        parts.append(f"{len(d['updated_versions'])} versions")
+        parts.append(f"{_n(d, 'updated_versions')} versions")
     if isinstance(d.get("chunks"), list):
-        parts.append(f"{len(d['chunks'])} chunks")
+        parts.append(f"{_n(d, 'chunks')} chunks")
     if f.error:
         parts.insert(0, f"error {f.error}:")
     return _join(*parts)
