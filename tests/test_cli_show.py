@@ -90,6 +90,7 @@ COMMANDS = {
         "--all-anomalies",
         "--mark",
         "--line-buffered",
+        "--workers",
         "--color",
         "--progress",
     ],

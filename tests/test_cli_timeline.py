@@ -299,3 +299,26 @@ def test_kafka_timeline_agrees_with_tshark(capsys, captures):
         assert lines[int(number)]["time"] == rel[:-3]  # tshark prints nanoseconds
         checked += 1
     assert checked == len(ours) == 132
+
+
+def test_workers_give_the_serial_lines(capsys, captures, tmp_path):
+    """--workers 2 splits connections across processes; the merged output equals the serial one."""
+    gap = tmp_path / "gap.pcap"
+    _edit_pcap(captures / "pravega" / "p08-large-events.pcap", gap, drop={31}, dup={61})
+    legacy = captures / "kafka" / "kafka-python-legacy-msgset.pcap"
+    cases = [
+        [gap, "-A"],
+        [legacy, captures / "tank" / "t07-errors.pcap"],
+        [legacy, "-Y", "kind == request", "-c", "7"],
+        [legacy, "-T", "jsonl", "-t", "a"],
+        [legacy, "-V", "-x", "-c", "3"],
+    ]
+    for args in cases:
+        serial = run_cli(capsys, *args, "--workers", "1")
+        parallel = run_cli(capsys, *args, "--workers", "2")
+        assert serial.code == parallel.code == 0
+        assert parallel.out == serial.out, args
+        assert serial.out
+    assert len(parse_lines(run_cli(capsys, legacy, "-c", "7", "--workers", "2").out)) == 7
+    res = run_cli(capsys, "-", "--workers", "2")
+    assert res.code == 2 and "stdin" in res.err

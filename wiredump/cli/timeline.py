@@ -303,9 +303,22 @@ def timeline(
             "tcpdump -U -w - port 9092 | wiredump - -l | grep Produce.",
         ),
     ] = False,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            help="Processes that decode for a plain or JSON-lines timeline into a pipe or file "
+            "(connections are split between them, lines merged by packet); 0 = automatic (2 for "
+            "captures over 32 MB), 1 = no extra process. E.g. --workers 2.",
+        ),
+    ] = 0,
     color: Color = None,
     progress: ProgressOpt = True,
 ) -> None:
+    if workers < 0:
+        raise UsageError("--workers takes 0 (automatic) or a positive number")
+    if workers > 1 and "-" in captures:
+        raise UsageError("--workers above 1 needs capture files, not stdin")
     if line_buffered:
         try:
             sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
@@ -324,6 +337,33 @@ def timeline(
     options = make_options(decode_as, keep_bytes=hex_)
     out = Out(color if fmt == "text" else False)
     show_progress = progress and not out.rich and Progress.wanted() and not sys.stdout.isatty()
+    from wiredump.cli import parallel
+
+    n = workers or parallel.auto_workers(captures)
+    if n > 1 and not out.rich and fmt in ("text", "jsonl") and time != "d" and not line_buffered:
+        job = parallel.Job(
+            captures=list(captures),
+            options=options,
+            filter_text=display_filter,
+            detail=verbose,
+            hex=hex_,
+            fmt=fmt,
+            time=time,
+            all_anomalies=opts.all_anomalies,
+            marks=opts.marks,
+            shard=(0, n),
+            progress=show_progress,
+        )
+        try:
+            _, truncated = parallel.run_parallel(job, n, count, len(captures) > 1)
+        except parallel.WorkerError as e:
+            raise UsageError(str(e)) from None
+        sys.stdout.flush()
+        for t in truncated:
+            typer.echo(f"wiredump: {t}", err=True)
+        if truncated:
+            raise typer.Exit(EXIT_INPUT)
+        return
     run = Run(captures, options, progress=show_progress)
     printer = TimelinePrinter(out, opts)
     try:
