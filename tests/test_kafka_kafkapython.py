@@ -340,3 +340,52 @@ def test_random_bodies_of_every_shared_api_version_read_the_same_by_kafka_python
                     assert diff is None, (key, v, kind, diff)
                     checked += 1
     assert checked > 1000
+
+
+# -- record sets built by kafka-python's own writers ------------------------------------------
+
+from kafka.record.default_records import DefaultRecordBatchBuilder  # noqa: E402
+from kafka.record.legacy_records import LegacyRecordBatchBuilder  # noqa: E402
+
+from wiredump.dissect.limits import Limits  # noqa: E402
+from wiredump.dissect.protocols.kafka.records import RecordContext, decode_record_set  # noqa: E402
+
+CODEC_NAMES = {0: None, 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+
+
+def _kafka_python_set(magic: int, codec: int) -> bytes:
+    rows = [
+        (i, 1_700_000_000_000 + i, f"k{i}".encode() if i % 2 else None, f"value-{i}".encode() * (i + 1))
+        for i in range(5)
+    ]
+    if magic == 2:
+        b = DefaultRecordBatchBuilder(2, codec, False, 77, 1, 10, 1 << 20)
+        for off, ts, key, value in rows:
+            b.append(off, timestamp=ts, key=key, value=value, headers=[("h", b"1")] if off == 3 else [])
+    else:
+        b = LegacyRecordBatchBuilder(magic=magic, compression_type=codec, batch_size=1 << 20)
+        for off, ts, key, value in rows:
+            b.append(off, timestamp=ts if magic == 1 else None, key=key, value=value)
+    return bytes(b.build())
+
+
+@pytest.mark.parametrize(
+    "magic,codec",
+    [(0, c) for c in (0, 1, 2, 3)] + [(1, c) for c in (0, 1, 2, 3)] + [(2, c) for c in (0, 1, 2, 3, 4)],
+)
+def test_record_sets_written_by_kafka_python(magic: int, codec: int) -> None:
+    """Magic 0/1/2 in every codec kafka-python writes (magic-0 LZ4 with its broken header checksum included)."""
+    data = _kafka_python_set(magic, codec)
+    frame = Frame("kafka", "Produce", 0)
+    out = decode_record_set(data, RecordContext(frame, "produce", Limits(), "t", 0))
+    assert frame.status == "ok", frame.anomalies
+    expected = []
+    records = MemoryRecords(data)
+    while (batch := records.next_batch()) is not None:
+        for r in batch:
+            expected.append((r.offset, r.key, r.value, r.timestamp, list(r.headers or [])))
+    got = [(m.offset, m.key, m.value, m.timestamp_ms, m.headers or []) for m in frame.messages]
+    assert got == expected and len(got) == 5
+    assert {m.compression for m in frame.messages} == {CODEC_NAMES[codec]}
+    assert all(m.checksum_ok for m in frame.messages)
+    assert out["record_count"] == 5
