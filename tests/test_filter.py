@@ -178,3 +178,14 @@ def test_filter_syntax_error_exits_2_with_a_caret(capsys, captures):
     assert lines[0].startswith("wiredump: bad filter: ") and "(column 19)" in lines[0]
     assert lines[1] == "  type == Produce &&& x"
     assert lines[2] == "  " + " " * 18 + "^"
+
+
+def test_examples_in_the_docs_parse():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "terminal.md").read_text()
+    block = doc.split("## Display filters", 1)[1].split("```", 2)[1]
+    examples = [line.split("#", 1)[0].strip() for line in block.splitlines() if line.strip()]
+    assert len(examples) == 7
+    for ex in examples:
+        DisplayFilter(ex)
