@@ -136,3 +136,24 @@ def test_badges_and_plain_line_for_bad_frames():
     styled = rich_line(p, 200)
     assert styled.plain == plain_line(p)
     assert any("red" in str(span.style) for span in styled.spans)
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_follow_lines_fit_their_half(captures, width):
+    from wiredump.cli.follow import conversation_lines
+    from wiredump.dissect.pipeline import dissect
+
+    pcap = captures / "pulsar" / "s04-consumer.pcap"
+    n = 0
+    for ev in dissect([str(pcap)], Options()):
+        if ev.kind != "frame":
+            continue
+        f = ev.obj
+        for line, _head in conversation_lines(f, "1.000000", None, width):
+            assert cell_len(line) <= width
+            if f.role == "client":
+                assert not line.startswith(" " * (width // 2))
+            else:
+                assert line.startswith(" " * (width // 2 - 2))
+        n += 1
+    assert n == 322  # s04-consumer.summary.json: frames_total
