@@ -625,6 +625,21 @@ def test_tls_is_reported_as_encrypted() -> None:
     assert not [a for a in out.anomalies if a.kind == "resync"]
 
 
+def test_tls_picked_up_mid_stream() -> None:
+    # The capture starts inside an encrypted connection: application-data records only.
+    rec = b"\x17\x03\x03" + struct.pack(">H", 30) + b"\x42" * 30
+    fr, out = engine()
+    fr.feed("client", rec[7:] + rec + rec, 1, 1)
+    fr.feed("server", rec, 2, 2)
+    fr.finish()
+    assert [(f.role, f.type, f.status) for f in out.frames] == [
+        ("client", "TLS", "undecodable"),
+        ("client", "TLS", "undecodable"),
+        ("server", "TLS", "undecodable"),
+    ]
+    assert [a.kind for a in out.anomalies if a.kind == "resync"] == ["resync"]
+
+
 def _sasl_handshake(corr: int) -> tuple[bytes, bytes]:
     header = struct.pack(">hhi", 17, 0, corr) + string("c")
     body = string("PLAIN")

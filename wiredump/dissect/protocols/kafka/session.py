@@ -41,6 +41,7 @@ _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
 TLS_TYPES = {20: "ChangeCipherSpec", 21: "Alert", 22: "Handshake", 23: "ApplicationData", 24: "Heartbeat"}
 MAX_CLIENT_ID = 4096
+TLS_MAX_RECORD = 16384 + 2048  # RFC 8446 / 5246: plaintext limit plus expansion
 SECRET_FIELDS = frozenset({"auth_bytes", "salted_password", "hmac", "salt"})
 MAX_GUESS_BYTES = 1 * MiB
 _YES, _NO, _WAIT = 1, -1, 0
@@ -108,6 +109,20 @@ def plausible_request(buf: bytes | bytearray, pos: int, strict: bool) -> bool:
     return ok is not False
 
 
+def _tls_chain(buf: bytes | bytearray, at: int) -> bool:
+    """A TLS record header at `at` whose record ends where the bytes end or where another record starts."""
+    end = len(buf)
+    if at + 5 > end or buf[at + 2] > 4:
+        return False
+    length = (buf[at + 3] << 8) | buf[at + 4]
+    if length > TLS_MAX_RECORD:
+        return False
+    nxt = at + 5 + length
+    if nxt == end:
+        return True
+    return nxt + 3 <= end and buf[nxt] in TLS_TYPES and buf[nxt + 1] == 3 and buf[nxt + 2] <= 4
+
+
 def _newer_request(buf: bytes | bytearray, pos: int) -> bool:
     """A known API at a version newer than our tables (a client from the future), with a text client id."""
     if len(buf) - pos < 14:
@@ -152,10 +167,14 @@ class KafkaSession(Session):
         if avail < 2:
             return NEED_MORE
         b0, b1 = buf[pos], buf[pos + 1]
-        if b1 == 3 and (b0 == 22 or (self.tls and b0 in TLS_TYPES)):
+        if b1 == 3 and b0 in TLS_TYPES:
+            # A TLS record header. As a Kafka size it would exceed 300 MiB, so it cannot be Kafka.
             if avail < 5:
                 return NEED_MORE
+            if buf[pos + 2] > 4:
+                return NOT_A_FRAME
             self.tls = True
+            self._synced[role] = True
             return 5 + ((buf[pos + 3] << 8) | buf[pos + 4])
         if avail < 4:
             return NEED_MORE
@@ -237,7 +256,10 @@ class KafkaSession(Session):
 
     def resync(self, buf: bytes | bytearray, pos: int, role: str) -> int | None:
         test = self._request_start if role == "client" else self._response_start
-        for at in range(pos, len(buf) - 7):
+        end = len(buf)
+        for at in range(pos, end - 7):
+            if buf[at + 1] == 3 and buf[at] in TLS_TYPES and _tls_chain(buf, at):
+                return at
             if test(buf, at) == _YES:
                 self._synced[role] = True
                 return at
@@ -245,7 +267,7 @@ class KafkaSession(Session):
 
     # -- decoding --------------------------------------------------------------------------
     def decode(self, data: bytes, role: str, complete: bool = True) -> list[Frame]:
-        if len(data) >= 2 and data[1] == 3 and (data[0] == 22 or (self.tls and data[0] in TLS_TYPES)):
+        if len(data) >= 3 and data[1] == 3 and data[0] in TLS_TYPES and data[2] <= 4:
             return [self._tls(data)]
         if role == "client":
             return [self._request(data, complete)]
