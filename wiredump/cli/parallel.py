@@ -173,6 +173,8 @@ def _stream(conn: Any) -> Iterator[tuple[int, int, bool, str]]:
 
 def run_parallel(job: Job, workers: int, count: int | None, multi: bool) -> tuple[int, list[str]]:
     """Writes the merged lines to stdout; returns (frames shown, truncation messages)."""
+    if count is not None and count <= 0:
+        return 0, []
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
     procs = []
     conns = []
@@ -196,14 +198,14 @@ def run_parallel(job: Job, workers: int, count: int | None, multi: bool) -> tupl
                 if reason:
                     truncated.append(f"{name}: capture is truncated: {reason}")
                 continue
-            if is_frame and count is not None and shown >= count:
-                break
             if multi and cap != current and job.fmt == "text":
                 current = cap
                 write(f"==> {job.captures[cap]} <==\n")
             write(text)
             if is_frame:
                 shown += 1
+                if count is not None and shown >= count:
+                    break
     finally:
         for p in procs:
             if p.is_alive():

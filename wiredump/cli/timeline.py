@@ -187,6 +187,8 @@ class TimelinePrinter:
         flt = opts.filter
         started = False
         show_anomalies = opts.fmt == "text" and flt is None
+        if opts.count is not None and opts.count <= 0:
+            return
         for item in items:
             ev = item.ev
             kind = ev.kind
@@ -200,10 +202,10 @@ class TimelinePrinter:
                 f = ev.obj
                 if flt is not None and not flt.matches(f, ev.capture):
                     continue
-                if opts.count is not None and self.shown >= opts.count:
-                    return
                 self.frame(f, ev.capture, item)
                 self.shown += 1
+                if opts.count is not None and self.shown >= opts.count:
+                    return  # stop reading at once, as tshark -c does
             elif kind == ANOMALY:
                 if ev.frame is None and show_anomalies:
                     a = ev.obj
