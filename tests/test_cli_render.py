@@ -157,3 +157,43 @@ def test_follow_lines_fit_their_half(captures, width):
                 assert line.startswith(" " * (width // 2 - 2))
         n += 1
     assert n == 322  # s04-consumer.summary.json: frames_total
+
+
+def test_annotate_reply_verdicts_keep_order():
+    from wiredump.cli.source import NO_REPLY_YET, UNANSWERED
+    from wiredump.dissect.model import Anomaly, Exchange, Frame
+    from wiredump.dissect.pipeline import CaptureEnd, Event
+
+    def req(packet: int, cid: int, awaiting: bool = False) -> Frame:
+        f = Frame(protocol="kafka", type="Produce", type_code=0, kind="request", correlation_id=cid)
+        f.packet, f.first_packet, f.stream, f.awaiting = packet, packet, 1, awaiting
+        return f
+
+    def ex(packet: int, cid: int, status: str) -> Event:
+        return Event("exchange", Exchange(1, "kafka", "Produce", cid, status, request_packet=packet), "c")
+
+    a, b, c, d = req(10, 1), req(11, 2), req(12, 3, awaiting=True), req(14, 4)
+    later = Frame(protocol="kafka", type="Fetch", type_code=1, kind="response")
+    later.packet, later.first_packet, later.stream = 20, 20, 1
+    events = [
+        ex(11, 2, "no_response_expected"),  # before its frame
+        Event("frame", a, "c"),
+        Event("frame", b, "c"),
+        Event("frame", c, "c"),
+        Event("anomaly", Anomaly("gap", "10 bytes missing", packet=13, stream=1), "c"),
+        Event("frame", d, "c"),  # waits for its verdict, holding `later` back
+        Event("frame", later, "c"),
+        ex(10, 1, "unanswered"),
+        ex(14, 4, "unanswered"),
+        Event("capture_end", CaptureEnd("c", 20, None, 0), "c"),
+    ]
+    items = list(annotate(events))
+    frames = [(i.ev.obj.packet, i.reply, i.after) for i in items if i.ev.kind == "frame"]
+    assert frames == [
+        (10, UNANSWERED, None),
+        (11, None, None),
+        (12, NO_REPLY_YET, None),
+        (14, UNANSWERED, "gap"),
+        (20, None, None),
+    ]
+    assert [i.ev.kind for i in items] == [e.kind for e in events]  # nothing lost, order kept
