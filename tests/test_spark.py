@@ -65,14 +65,20 @@ def exports(captures: Path, tmp_path_factory: pytest.TempPathFactory, spark) -> 
     tables.add_events(dissect(paths))
     local_counts = tables.close()
 
-    from wiredump.spark.export import run_export
+    # Through the command line, in this process: the command finds the module's session.
+    from typer.testing import CliRunner
 
-    counts = run_export(spark, paths, str(base / "spark"))
+    from wiredump.cli.app import _load_commands, app
+
+    _load_commands()
+    res = CliRunner().invoke(app, ["spark", "export", *paths, "-o", str(base / "spark")])
+    assert res.exit_code == 0, res.output
+    counts = dict(item.split(": ") for item in res.stderr.strip().splitlines()[-1].split(", "))
     return {
         "paths": paths,
         "local": local,
         "spark": base / "spark",
-        "counts": counts,
+        "counts": {k: int(v) for k, v in counts.items()},
         "local_counts": local_counts,
     }
 
