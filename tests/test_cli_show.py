@@ -132,3 +132,45 @@ def test_show_points_from_a_middle_packet_to_the_frame(capsys, captures):
     res = run_cli(capsys, "show", pcap, "-p", str(last))
     assert res.code == 0 and "AppendBlockEnd" in res.out.splitlines()[0]
     assert f'packets: "{first}-{last}"' in res.out
+
+
+def _marked_runs(out: str) -> list[bytes]:
+    """The bracketed byte runs of a plain hex dump (a run closed at a line's end and reopened at the
+    next line's start continues)."""
+    runs: list[bytes] = []
+    cur: bytearray | None = None
+    for line in out.splitlines():
+        if not re.match(r"^[0-9a-f]{4}[ \[]", line):
+            continue
+        hexpart = line[5:56].rstrip()  # 16 cells of " xx" (one "  " gap) and the closing mark
+        if cur is not None and not hexpart.startswith("["):
+            runs.append(bytes(cur))
+            cur = None
+        i = 0
+        while i < len(hexpart):
+            ch = hexpart[i]
+            if ch == "[":
+                cur = cur if (i == 0 and cur is not None) else bytearray()
+            elif ch == "]":
+                if i < len(hexpart) - 1 and cur is not None:
+                    runs.append(bytes(cur))
+                    cur = None
+            elif ch in "0123456789abcdef" and hexpart[i + 1 : i + 2] in tuple("0123456789abcdef"):
+                if cur is not None:
+                    cur.append(int(hexpart[i : i + 2], 16))
+                i += 1
+            i += 1
+    if cur is not None:
+        runs.append(bytes(cur))
+    return runs
+
+
+def test_show_marks_a_field_by_name(capsys, kafka_basic):
+    """--mark client_id brackets the client id bytes; pdus.tsv names packet 45's client heldout-kp-producer."""
+    tsv = {int(r["last_frame"]): r for r in read_tsv(kafka_basic.with_name("kafka-python-basic.pdus.tsv"))}
+    res = run_cli(capsys, "show", kafka_basic, "-p", "45", "-x", "--mark", "client_id", "--mark", "0:4")
+    assert res.code == 0, res.err
+    runs = _marked_runs(res.out)
+    payload = pcap_payload(kafka_basic, 45)
+    assert runs[0] == payload[:4]
+    assert runs[1] == tsv[45]["client_id"].encode()

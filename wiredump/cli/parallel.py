@@ -50,6 +50,7 @@ class Job:
     time: str
     all_anomalies: bool
     marks: list[tuple[int, int]]
+    mark_fields: list[str]
     shard: tuple[int, int]
     progress: bool
 
@@ -87,6 +88,7 @@ def _worker(job: Job, conn: Any) -> None:
             time=job.time,
             all_anomalies=job.all_anomalies,
             marks=job.marks,
+            mark_fields=job.mark_fields,
         )
         run = Run(job.captures, replace(job.options, shard=job.shard), progress=job.progress)
         out = _Collect()

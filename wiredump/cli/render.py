@@ -433,15 +433,62 @@ def rich_tree_line(t: TreeLine) -> Text:
 
 # -- hex dump -------------------------------------------------------------------------------------
 def parse_marks(items: list[str] | None) -> list[tuple[int, int]]:
-    """`--mark START[:LEN]` (decimal or 0x hex) → (start, end) byte ranges."""
+    """`--mark START[:LEN]` (decimal or 0x hex) → (start, end) byte ranges; field names are skipped."""
     out = []
     for item in items or []:
+        if not item[:1].isdigit():
+            continue
         start_s, _, len_s = item.partition(":")
         start = int(start_s, 0)
         length = int(len_s, 0) if len_s else 1
         if start < 0 or length <= 0:
             raise ValueError(item)
         out.append((start, start + length))
+    return out
+
+
+def mark_names(items: list[str] | None) -> list[str]:
+    """The `--mark` values that name fields (`client_id`, `topic_data.0.name`) rather than offsets."""
+    return [item for item in items or [] if item[:1] and not item[:1].isdigit()]
+
+
+def _walk(value: Any, path: tuple[str, ...], depth: int) -> Iterator[tuple[tuple[str, ...], Any]]:
+    if depth > MAX_TREE_DEPTH:
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _walk(v, (*path, str(k)), depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            yield from _walk(v, (*path, str(i)), depth + 1)
+    else:
+        yield path, value
+
+
+def field_marks(fields: dict[str, Any], data: bytes, names: list[str]) -> list[tuple[int, int]]:
+    """Byte ranges of the named fields' values in the frame.
+
+    Decoders keep values, not offsets, so a string or bytes value is found where its
+    bytes occur in the frame (every occurrence); numbers cannot be located this way.
+    A name matches a field whose path ends with it (`name`, `topic_data.0.name`).
+    """
+    out: list[tuple[int, int]] = []
+    wanted = [tuple(n.split(".")) for n in names]
+    for path, value in _walk(fields, (), 0):
+        if not any(path[-len(w) :] == w for w in wanted):
+            continue
+        if isinstance(value, str):
+            needle = value.encode("utf-8")
+        elif isinstance(value, (bytes, bytearray, memoryview)):
+            needle = bytes(value)
+        else:
+            continue
+        if len(needle) < 2:
+            continue
+        at = data.find(needle)
+        while at >= 0 and len(out) < 1000:
+            out.append((at, at + len(needle)))
+            at = data.find(needle, at + 1)
     return out
 
 

@@ -8,6 +8,7 @@ import typer
 
 from wiredump.cli.app import Captures, DecodeAs, app, make_options
 from wiredump.cli.output import Out
+from wiredump.cli.render import mark_names
 from wiredump.cli.source import Run, annotate
 from wiredump.cli.timeline import (
     Color,
@@ -44,8 +45,10 @@ def show(
         list[str] | None,
         typer.Option(
             "--mark",
-            help="With -x: highlight bytes START[:LENGTH] of the frame (bracketed in plain text, reverse "
-            "video in colour); anomalies with a byte offset are marked too. E.g. --mark 8:4.",
+            help="With -x: highlight bytes START[:LENGTH] of the frame, or the bytes of a string/bytes "
+            "field's value where they occur in the frame (bracketed in plain text, reverse video in "
+            "colour; repeatable); anomalies with a byte offset are marked too. E.g. --mark 8:4, "
+            "--mark client_id, --mark topic_data.0.name.",
         ),
     ] = None,
     display_filter: Filter = None,
@@ -55,7 +58,11 @@ def show(
     wanted = set(packet)
     last = max(wanted)
     opts = TimelineOptions(
-        filter=compile_or_exit(display_filter), detail=True, hex=hex_, marks=marks_or_fail(mark)
+        filter=compile_or_exit(display_filter),
+        detail=True,
+        hex=hex_,
+        marks=marks_or_fail(mark),
+        mark_fields=mark_names(mark),
     )
     run = Run(captures, make_options(decode_as, keep_bytes=hex_))
     out = Out(color)

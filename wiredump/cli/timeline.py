@@ -22,7 +22,9 @@ from wiredump.cli.render import (
     TIME_FORMATS,
     Clock,
     detail_lines,
+    field_marks,
     hex_lines,
+    mark_names,
     parse_marks,
     parts,
     plain_anomaly,
@@ -107,6 +109,7 @@ class TimelineOptions:
     time: str = "r"
     all_anomalies: bool = False
     marks: list[tuple[int, int]] = field(default_factory=list)
+    mark_fields: list[str] = field(default_factory=list)
 
 
 class TimelinePrinter:
@@ -153,6 +156,8 @@ class TimelinePrinter:
         marks = list(self.opts.marks) + [
             (a.offset, a.offset + 1) for a in f.anomalies if a.offset is not None and a.offset < len(f.data)
         ]
+        if self.opts.mark_fields:
+            marks += field_marks(f.fields, f.data, self.opts.mark_fields)
         if out.rich:
             for t in rich_hex_lines(f.data, marks, 16 if out.width >= 76 else 8):
                 out.line("", lambda t=t: t)
@@ -293,7 +298,9 @@ def timeline(
     mark: Annotated[
         list[str] | None,
         typer.Option(
-            "--mark", help="With -x: highlight bytes START[:LENGTH] of each frame, e.g. --mark 0:4."
+            "--mark",
+            help="With -x: highlight bytes START[:LENGTH] of each frame, or the bytes of a string/bytes "
+            "field's value found in the frame, e.g. --mark 0:4 or --mark client_id (repeatable).",
         ),
     ] = None,
     line_buffered: Annotated[
@@ -335,6 +342,7 @@ def timeline(
         time=check_time(time),
         all_anomalies=all_anomalies or verbose,
         marks=marks_or_fail(mark),
+        mark_fields=mark_names(mark),
     )
     options = make_options(decode_as, keep_bytes=hex_)
     out = Out(color if fmt == "text" else False)
@@ -353,6 +361,7 @@ def timeline(
             time=time,
             all_anomalies=opts.all_anomalies,
             marks=opts.marks,
+            mark_fields=opts.mark_fields,
             shard=(0, n),
             progress=show_progress,
         )
