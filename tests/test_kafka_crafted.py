@@ -225,6 +225,14 @@ def test_v2_batch_records_headers_and_offsets() -> None:
         b["crc_ok"] and b["producer_id"] == 4242 and b["records_count"] == 3 and b["last_offset_delta"] == 2
     )
     assert "orders[3] 3 records" in f.summary and "acks=-1" in f.summary
+    assert f.messages[0].detail == {
+        "batch_base_offset": 100,
+        "producer_id": 4242,
+        "producer_epoch": 0,
+        "base_sequence": 0,
+        "transactional": False,
+        "magic": 2,
+    }
 
 
 def test_v2_flipped_byte_fails_crc32c() -> None:

@@ -245,6 +245,16 @@ def _batch_v2(data: bytes, pos: int, end: int, base_offset: int, rc: RecordConte
     msgs = rc.frame.messages
     emit = rc.emit
     controls: list[dict[str, Any]] = []
+    # One detail dict shared by every record of the batch: the producer state an
+    # idempotence or transaction problem is read from.
+    detail = {
+        "batch_base_offset": base_offset,
+        "producer_id": producer_id,
+        "producer_epoch": producer_epoch,
+        "base_sequence": base_seq,
+        "transactional": b["is_transactional"],
+        "magic": 2,
+    }
     n = 0
     try:
         for _ in range(count):
@@ -336,6 +346,7 @@ def _batch_v2(data: bytes, pos: int, end: int, base_offset: int, rc: RecordConte
                         headers,
                         compression,
                         crc_ok,
+                        detail,
                     )
                 )
     except BadRecord as e:
