@@ -77,7 +77,4 @@ class Out:
                     self.console.print(block, no_wrap=True, overflow="ellipsis", crop=True, soft_wrap=False)
                 self._pending.clear()
         else:
-            try:
-                sys.stdout.flush()
-            except BrokenPipeError:
-                raise
+            sys.stdout.flush()
