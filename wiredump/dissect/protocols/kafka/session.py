@@ -371,10 +371,9 @@ class KafkaSession(Session):
         stats: dict[str, int] = {}
         hook = self._records_hook(f, "produce", False, True, stats)
         body = self._body(f, data, cur.pos, plan, hook, complete, "request")
-        expects = True
+        read = f.fields.get("body")  # also what a cut or malformed body held before it stopped
+        expects = not (api_key == 0 and isinstance(read, dict) and read.get("acks") == 0)
         if body is not None:
-            if api_key == 0 and body.get("acks") == 0:
-                expects = False
             if api_key == 17:
                 self.sasl_mechanism = body.get("mechanism")
                 if version == 0:
