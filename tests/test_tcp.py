@@ -130,7 +130,9 @@ def test_lost_segment_becomes_a_gap_once_the_receiver_acks_past_it() -> None:
         ]
     )
     assert rec.data[(0, "client")] == b"aaaacccc"
-    assert rec.gaps == [(0, "client", 4, 6)]
+    # Reported at the packet right after the hole (as tshark's "previous segment not captured"),
+    # not at the ACK that revealed it.
+    assert rec.gaps == [(0, "client", 4, 5)]
     assert "gap" in rec.kinds() and tcp.all[0].gaps == 1
 
 
@@ -183,6 +185,52 @@ def test_out_of_order_buffer_is_bounded() -> None:
     limits = Limits(max_out_of_order=64)
     far = [seg(CLI, SRV, 2001 + i * 40, 5001, "PA", b"z" * 40) for i in range(3)]
     rec, _ = run(handshake() + far, limits)
-    # The hole (1001..2001) is given up as soon as the held bytes pass the bound.
-    assert rec.gaps[0][2] == 1000 and rec.gaps[0][3] == 5
+    # The hole (1001..2001) is given up as soon as the held bytes pass the bound (packet 5);
+    # it is reported at the first packet after the hole (4).
+    assert rec.gaps[0][2] == 1000 and rec.gaps[0][3] == 4
     assert rec.data[(0, "client")] == b"z" * 120
+
+
+@dataclass
+class PacketRecorder(Recorder):
+    chunks: list[tuple[str, bytes, int, int]] = field(default_factory=list)
+
+    def on_data(self, conn, role, data, packet, ts_us):  # noqa: ANN001
+        super().on_data(conn, role, data, packet, ts_us)
+        self.chunks.append((role, bytes(data), packet, ts_us))
+
+
+def test_bytes_after_a_given_up_hole_keep_their_own_packet() -> None:
+    """A lost segment: the bytes held behind the hole are delivered when the receiver's ACK
+    shows the loss, but they keep the packet (and time) they were captured in, so frames in
+    them get the packet numbers tshark shows. (They used to take the ACK's packet number.)"""
+    rec = PacketRecorder()
+    tcp = TcpReassembler(rec, Limits(), frozenset({9092}))
+    segs = handshake() + [
+        seg(CLI, SRV, 1001, 5001, "PA", b"aaaa"),
+        # 1005..1009 never captured
+        seg(CLI, SRV, 1009, 5001, "PA", b"cccc"),  # packet 5: held
+        seg(CLI, SRV, 1013, 5001, "PA", b"dddd"),  # packet 6: held
+        seg(SRV, CLI, 5001, 1017, "A"),  # packet 7: acks everything
+    ]
+    for i, s in enumerate(segs, start=1):
+        tcp.segment(s, i, i * 1000)
+    assert rec.chunks == [
+        ("client", b"aaaa", 4, 4000),
+        ("client", b"cccc", 5, 5000),
+        ("client", b"dddd", 6, 6000),
+    ]
+    assert rec.gaps == [(0, "client", 4, 5)]
+
+
+def test_late_segment_filling_the_hole_completes_at_its_own_packet() -> None:
+    """Out of order (not lost): held bytes are delivered when the late segment arrives."""
+    rec = PacketRecorder()
+    tcp = TcpReassembler(rec, Limits(), frozenset({9092}))
+    segs = handshake() + [
+        seg(CLI, SRV, 1006, 5001, "PA", b"world"),
+        seg(CLI, SRV, 1001, 5001, "PA", b"hello"),
+    ]
+    for i, s in enumerate(segs, start=1):
+        tcp.segment(s, i, i * 1000)
+    assert rec.chunks == [("client", b"hello", 5, 5000), ("client", b"world", 5, 5000)]

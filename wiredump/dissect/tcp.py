@@ -48,7 +48,8 @@ class HalfStream:
     role: str
     next_raw: int | None = None  # next expected sequence number (32-bit)
     delivered: int = 0  # bytes delivered so far (stream offset of next_raw)
-    ooo: dict[int, tuple[bytes, int]] = field(default_factory=dict)  # seq -> (data, bytes missing after it)
+    # seq -> (data, bytes missing after it, packet, ts_us it was captured in)
+    ooo: dict[int, tuple[bytes, int, int, int]] = field(default_factory=dict)
     ooo_bytes: int = 0
     recent: list[tuple[int, bytes]] = field(default_factory=list)  # (stream offset, data)
     acked_raw: int | None = None  # highest ack the peer sent for this direction
@@ -287,7 +288,7 @@ class TcpReassembler:
                     stream=conn.stream,
                 )
             )
-        half.ooo[seq] = (data, missing)
+        half.ooo[seq] = (data, missing, packet, ts_us)
         half.ooo_bytes += len(data)
         if half.acked_raw is not None and _delta(half.acked_raw, half.next_raw or 0) > 0:
             self._flush_ooo(
@@ -296,7 +297,15 @@ class TcpReassembler:
         elif half.ooo_bytes > self.limits.max_out_of_order:
             self._flush_ooo(conn, half, packet, ts_us, why="out-of-order buffer full")
 
-    def _drain_ooo(self, conn: Connection, half: HalfStream, packet: int, ts_us: int) -> None:
+    def _drain_ooo(
+        self, conn: Connection, half: HalfStream, packet: int, ts_us: int, own: bool = False
+    ) -> None:
+        """Deliver the held segments that now fit.
+
+        When a late segment filled the hole they complete at its packet (as tshark's
+        out-of-order reassembly shows them); when the hole was given up (`own`) each
+        held segment keeps the packet and time it was captured in.
+        """
         while half.ooo:
             best = None
             for seq in half.ooo:
@@ -306,8 +315,10 @@ class TcpReassembler:
                     break
             if best is None:
                 return
-            data, missing = half.ooo.pop(best)
+            data, missing, held_packet, held_ts = half.ooo.pop(best)
             half.ooo_bytes -= len(data)
+            if own:
+                packet, ts_us = held_packet, held_ts
             d = _delta(best, half.next_raw)  # type: ignore[arg-type]
             if d + len(data) + missing <= 0:
                 continue
@@ -319,13 +330,20 @@ class TcpReassembler:
     def _flush_ooo(
         self, conn: Connection, half: HalfStream, packet: int, ts_us: int, why: str = "connection ended"
     ) -> None:
-        """Give up waiting: skip to the earliest held segment, report the hole, deliver what follows."""
+        """Give up waiting: skip to the earliest held segment, report the hole, deliver what follows.
+
+        The gap and the held bytes are reported at the packets that carried those bytes
+        (the one right after the hole first), not at the packet that made us give up (an
+        ACK, a FIN, the end of the capture): frames keep the packet numbers they would
+        have had if the capture had shown the loss at once.
+        """
         while half.ooo:
             first = min(half.ooo, key=lambda s: _delta(s, half.next_raw))  # type: ignore[arg-type]
             d = _delta(first, half.next_raw)  # type: ignore[arg-type]
             if d > 0:
-                self._gap(conn, half, d, packet, ts_us, why)
-            self._drain_ooo(conn, half, packet, ts_us)
+                _, _, held_packet, held_ts = half.ooo[first]
+                self._gap(conn, half, d, held_packet, held_ts, why)
+            self._drain_ooo(conn, half, packet, ts_us, own=True)
 
     def _check_acked_hole(self, conn: Connection, half: HalfStream, packet: int, ts_us: int) -> None:
         if _delta(half.acked_raw, half.next_raw) > 0:  # type: ignore[arg-type]
