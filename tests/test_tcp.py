@@ -234,3 +234,24 @@ def test_late_segment_filling_the_hole_completes_at_its_own_packet() -> None:
     for i, s in enumerate(segs, start=1):
         tcp.segment(s, i, i * 1000)
     assert rec.chunks == [("client", b"hello", 5, 5000), ("client", b"world", 5, 5000)]
+
+
+def test_a_hole_the_peer_acknowledges_is_given_up_before_the_peers_data() -> None:
+    """The response that acknowledges a request's lost segment must not overtake the
+    request bytes held behind the hole: the ACK is taken before the packet's own data,
+    so the correlator sees the request first. (The response used to go up first.)"""
+    rec = PacketRecorder()
+    tcp = TcpReassembler(rec, Limits(), frozenset({9092}))
+    segs = handshake() + [
+        seg(CLI, SRV, 1001, 5001, "PA", b"aaaa"),
+        # 1005..1009 never captured
+        seg(CLI, SRV, 1009, 5001, "PA", b"cccc"),  # packet 5: held
+        seg(SRV, CLI, 5001, 1013, "PA", b"resp"),  # packet 6: the response, acks everything
+    ]
+    for i, s in enumerate(segs, start=1):
+        tcp.segment(s, i, i * 1000)
+    assert [(role, data) for role, data, _, _ in rec.chunks] == [
+        ("client", b"aaaa"),
+        ("client", b"cccc"),
+        ("server", b"resp"),
+    ]

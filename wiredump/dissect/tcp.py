@@ -170,12 +170,15 @@ class TcpReassembler:
                 other.acked_raw = seg.ack
         if conn.finished:
             return
+        # The peer's bytes this packet acknowledges were received before it was sent: give
+        # up a hole it reveals before this packet's own data goes up, so that a request
+        # held behind a lost segment is decoded before the response that acknowledges it.
+        if other.ooo and other.acked_raw is not None:
+            self._check_acked_hole(conn, other, packet, ts_us)
         payload = seg.payload
         if payload or seg.missing:
             seq = (seg.seq + 1) & _MASK if flags & SYN else seg.seq
             self._data(conn, half, seq, payload, seg.missing, packet, ts_us)
-        if other.ooo and other.acked_raw is not None:
-            self._check_acked_hole(conn, other, packet, ts_us)
         if flags & RST:
             conn.reset = True
             self._finish(conn)
