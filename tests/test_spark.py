@@ -60,9 +60,11 @@ def exports(captures: Path, tmp_path_factory: pytest.TempPathFactory, spark) -> 
     empty = base / "empty.pcap"
     empty.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
     paths = [str(captures / p) for p in PICKS.values()] + [str(empty)]
+    # One more capture given as a URI: read through Spark's binaryFile source, not by path.
+    by_uri = captures / "tank" / "t02-bundles.pcap"
     local = base / "local"
     tables = TableSet(local)
-    tables.add_events(dissect(paths))
+    tables.add_events(dissect([*paths, str(by_uri)]))
     local_counts = tables.close()
 
     # Through the command line, in this process: the command finds the module's session.
@@ -71,11 +73,11 @@ def exports(captures: Path, tmp_path_factory: pytest.TempPathFactory, spark) -> 
     from wiredump.cli.app import _load_commands, app
 
     _load_commands()
-    res = CliRunner().invoke(app, ["spark", "export", *paths, "-o", str(base / "spark")])
+    res = CliRunner().invoke(app, ["spark", "export", *paths, by_uri.as_uri(), "-o", str(base / "spark")])
     assert res.exit_code == 0, res.output
     counts = dict(item.split(": ") for item in res.stderr.strip().splitlines()[-1].split(", "))
     return {
-        "paths": paths,
+        "paths": [*paths, str(by_uri)],
         "local": local,
         "spark": base / "spark",
         "counts": {k: int(v) for k, v in counts.items()},
@@ -109,11 +111,17 @@ def _normal(table: pa.Table) -> pd.DataFrame:
 
 def test_spark_tables_equal_the_local_tables_row_for_row(exports: dict[str, object]) -> None:
     local, spark_dir = exports["local"], exports["spark"]
+    by_uri = exports["paths"][-1]  # type: ignore[index]
     assert exports["counts"] == exports["local_counts"]
     protocols_seen = set()
     for name in TABLES:
         lt = pq.read_table(local / f"{name}.parquet")  # type: ignore[operator]
         st = pq.read_table(spark_dir / name, partitioning="hive")  # type: ignore[operator]
+        # The binaryFile source names files by URI (file:/…): map back to the path.
+        names = [c.removeprefix("file:") for c in st["capture"].to_pylist()]
+        st = st.set_column(st.schema.get_field_index("capture"), "capture", pa.array(names, pa.string()))
+        if st.num_rows:
+            assert str(by_uri) in set(names) or name == "anomalies"
         # capture_date is the UTC date of each capture's first packet.
         first_ts = {}
         for p in exports["paths"]:  # type: ignore[union-attr]

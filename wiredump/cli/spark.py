@@ -63,7 +63,7 @@ def _check_captures(captures: list[str]) -> None:
     for c in captures:
         if c == "-":
             raise UsageError("spark export reads capture files, not stdin")
-        if "://" in c and not c.startswith("file://"):
+        if "://" in c:
             continue  # read by the executors through Spark
         open_capture(c).close()
 

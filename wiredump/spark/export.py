@@ -60,7 +60,8 @@ class JobOptions:
 
 
 def _has_scheme(path: str) -> bool:
-    return "://" in path and not path.startswith("file://")
+    """A URI (hdfs://, s3a://, file://…) is read by Spark's binaryFile source; a plain path directly."""
+    return "://" in path
 
 
 def capture_date(path: str) -> dt.date | None:

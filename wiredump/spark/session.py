@@ -35,6 +35,9 @@ appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
 logger.nativecode.name = org.apache.hadoop.util.NativeCodeLoader
 logger.nativecode.level = off
+# PySpark counts as a shell: Spark sets the root level to this logger's level (WARN when unset).
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = error
 """
 
 LOCAL_DEFAULTS: dict[str, str] = {
