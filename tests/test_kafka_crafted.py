@@ -505,7 +505,11 @@ def test_frame_length_rejects_implausible_requests() -> None:
     s, _ = new_session()
     one(s, fetch_v4_request(9, "t"))
     assert s.frame_length(struct.pack(">ii", 6, 7) + b"\0" * 2, 0, "server") == NOT_A_FRAME
-    assert s.frame_length(struct.pack(">ii", 6, 9) + b"\0" * 2, 0, "server") == 10
+    assert (
+        s.frame_length(struct.pack(">ii", 6, 9) + b"\0" * 2, 0, "server") == NOT_A_FRAME
+    )  # not a Fetch body
+    resp = fetch_v4_response(9, "t", b"")
+    assert s.frame_length(resp, 0, "server") == len(resp)
 
 
 def test_capture_starting_mid_stream() -> None:
@@ -853,3 +857,13 @@ def test_random_bytes_through_the_engine(data: bytes) -> None:
     fr.feed("server", data[::-1], 2, 2)
     fr.finish()
     assert all(f.type != "?" for f in out.frames)  # "?" would be a decoder exception caught by the engine
+
+
+def test_resync_ignores_a_pending_id_inside_record_data() -> None:
+    # A value holding bytes that read as [size][pending correlation id] must not pass for a response.
+    s, _ = new_session()
+    one(s, fetch_v4_request(5, "t"))
+    decoy = struct.pack(">ii", 20, 5) + b"\x00" * 20
+    real = fetch_v4_response(5, "t", batch_v2(0, RECS))
+    buf = b"\xaa" * 3 + decoy + real
+    assert s.resync(buf, 0, "server") == 3 + len(decoy)

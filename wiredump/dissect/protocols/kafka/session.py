@@ -239,7 +239,12 @@ class KafkaSession(Session):
         if size < 4 or size > MAX_FRAME - 4 or corr < 0:
             return _NO
         correlator = self.ctx.correlator
-        if correlator.peek(corr) is not None:
+        req = correlator.peek(corr)
+        if req is not None:
+            # When the whole frame is here, it must also read as the answer to that request
+            # (a pending id can turn up by chance inside record data).
+            if len(buf) - pos >= size + 4:
+                return _YES if self._answers(bytes(buf[pos : pos + 4 + size]), req) else _NO
             return _YES
         if getattr(correlator, "_pending", None):
             return _NO  # requests are waiting: the next response answers one of them
@@ -537,6 +542,19 @@ class KafkaSession(Session):
         self._handshakes.pop(corr, None)
         f.summary = summarize(f, body, req)
         return f
+
+    def _answers(self, data: bytes, req: Frame) -> bool:
+        """Does a whole response frame decode as the answer to `req` (header v1 or v0)?"""
+        if not isinstance(req.context, tuple) or req.status != OK:
+            return True  # nothing to check against
+        key, version = req.context
+        plan = schema.plan(key, version, "response")
+        if plan is None:
+            return True
+        if key == 18 and len(data) >= 10 and _I16.unpack_from(data, 8)[0] == 35:
+            plan = schema.plan(18, 0, "response") or plan
+        start = self._resp_body_start(data, key, version)
+        return (start is not None and self._fits(data, plan, start)) or self._fits(data, plan, 8)
 
     def _fits(self, data: bytes, plan: schema.Plan, start: int) -> bool:
         scratch = Frame(PROTOCOL, "", -1)
