@@ -36,6 +36,7 @@ RESYNC_KEEP = 64 * 1024
 MAX_HEADER_WAIT = 64 * 1024
 """A session that cannot size a frame after this many bytes is looking at garbage."""
 COMPACT_AT = 256 * 1024
+RESYNC_STEP = 16 * 1024
 
 _FRAMING, _RESYNC, _DEAD = 0, 1, 2
 
@@ -47,7 +48,19 @@ class Output(Protocol):
 
 
 class _Direction:
-    __slots__ = ("role", "buf", "pos", "base", "chunks", "need", "mode", "skipped", "skip_from", "dead_bytes")
+    __slots__ = (
+        "role",
+        "buf",
+        "pos",
+        "base",
+        "chunks",
+        "need",
+        "mode",
+        "skipped",
+        "skip_from",
+        "dead_bytes",
+        "scanned",
+    )
 
     def __init__(self, role: str) -> None:
         self.role = role
@@ -60,6 +73,7 @@ class _Direction:
         self.skipped = 0
         self.skip_from = 0  # packet where the skipped run began
         self.dead_bytes = 0
+        self.scanned = 0  # bytes the last fruitless resync looked at
 
 
 class ConnectionFramer:
@@ -119,6 +133,7 @@ class ConnectionFramer:
         d.mode = _RESYNC
         d.skipped = 0
         d.skip_from = packet
+        d.scanned = 0
 
     def finish(self) -> None:
         """End of connection (or of the capture): flush partial frames, close exchanges."""
@@ -139,19 +154,12 @@ class ConnectionFramer:
             if avail <= 0:
                 return
             if d.mode == _RESYNC:
-                try:
-                    at = session.resync(buf, pos, role)
-                except Exception:
-                    at = None
-                if at is None or at < pos or at >= len(buf):
-                    keep = min(avail, RESYNC_KEEP)
-                    if avail > keep:
-                        self._skip(d, avail - keep)
+                # Scanning the whole window again for every small segment would be quadratic;
+                # scan again once the window has doubled or RESYNC_STEP new bytes came.
+                if d.scanned and avail < 2 * d.scanned and avail - d.scanned < RESYNC_STEP:
                     return
-                if at > pos:
-                    self._skip(d, at - pos)
-                self._resynced(d)
-                d.mode = _FRAMING
+                if not self._try_resync(d):
+                    return
                 continue
             n = d.need
             if not n:
@@ -204,6 +212,27 @@ class ConnectionFramer:
             start = d.base + pos
             self._decode(d, data, start, True)
 
+    def _try_resync(self, d: _Direction) -> bool:
+        """Look for a frame start; True (and framing mode) when one was found."""
+        buf, pos = d.buf, d.pos
+        avail = len(buf) - pos
+        try:
+            at = self.session.resync(buf, pos, d.role)
+        except Exception:
+            at = None
+        if at is None or at < pos or at >= len(buf):
+            keep = min(avail, RESYNC_KEEP)
+            if avail > keep:
+                self._skip(d, avail - keep)
+            d.scanned = keep
+            return False
+        if at > pos:
+            self._skip(d, at - pos)
+        self._resynced(d)
+        d.mode = _FRAMING
+        d.scanned = 0
+        return True
+
     def _decode(self, d: _Direction, data: bytes, start: int, complete: bool) -> None:
         first_packet, last_packet, ts_us = self._span(d, start, start + len(data))
         try:
@@ -252,6 +281,10 @@ class ConnectionFramer:
             d.pos = len(d.buf)
             d.need = 0
             self._decode(d, data, start, False)
+        elif d.mode == _RESYNC and len(d.buf) > d.pos and d.scanned and self._try_resync(d):
+            self._run(d)  # the frames in the bytes that had not been scanned yet
+            self._flush_partial(d, packet)
+            return
         elif d.mode == _RESYNC and len(d.buf) > d.pos:
             self._skip(d, len(d.buf) - d.pos)
             self._resynced(d, ended=True)
