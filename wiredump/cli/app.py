@@ -7,6 +7,7 @@ end as one line on stderr and exit code 2, never a traceback.
 
 from __future__ import annotations
 
+import signal
 import sys
 from typing import Annotated
 
@@ -111,6 +112,9 @@ def arrow_without_pandas() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
+    if argv is None and hasattr(signal, "SIGPIPE"):
+        # `wiredump X | head` ends quietly when head stops reading, as tshark does.
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     if args and args[0] not in SUBCOMMANDS and args[0] not in ("--help", "-h", "--version"):
         args.insert(0, "timeline")
     if args and args[0] == "--version":
