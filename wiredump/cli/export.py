@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, Any
@@ -11,6 +10,7 @@ import typer
 
 from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, UsageError, app, make_options
 from wiredump.dissect.capture import open_capture
+from wiredump.dissect.parallel import auto_workers
 from wiredump.dissect.pipeline import CAPTURE_END, CaptureEnd, dissect
 
 FORMATS = ("parquet", "jsonl")
@@ -22,20 +22,6 @@ def _watch_ends(events: Iterable[Any], ends: list[CaptureEnd]) -> Iterator[Any]:
         if ev.kind == CAPTURE_END:
             ends.append(ev.obj)
         yield ev
-
-
-PARALLEL_FROM_BYTES = 32 << 20
-"""Below this much capture, starting a second process costs more than it saves (measured)."""
-
-
-def auto_workers(captures: list[str]) -> int:
-    if "-" in captures or (os.cpu_count() or 1) < 2:
-        return 1
-    try:
-        size = sum(os.path.getsize(p) for p in captures)
-    except OSError:
-        return 1  # let the serial path report the bad path
-    return 2 if size >= PARALLEL_FROM_BYTES else 1
 
 
 @app.command(

@@ -16,27 +16,15 @@ from __future__ import annotations
 
 import heapq
 import multiprocessing as mp
-import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+from wiredump.dissect.parallel import auto_workers  # noqa: F401  (the timeline asks this module)
 from wiredump.dissect.pipeline import Options
 
-PARALLEL_FROM_BYTES = 32 << 20
-"""Below this much capture a second process costs more than it saves (as for export)."""
 BATCH = 512
-
-
-def auto_workers(captures: list[str]) -> int:
-    if "-" in captures or (os.cpu_count() or 1) < 2:
-        return 1
-    try:
-        size = sum(os.path.getsize(p) for p in captures)
-    except OSError:
-        return 1  # the serial path reports the bad path
-    return 2 if size >= PARALLEL_FROM_BYTES else 1
 
 
 @dataclass

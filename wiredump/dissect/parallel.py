@@ -11,6 +11,7 @@ per part.
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -25,6 +26,20 @@ from wiredump.dissect.pipeline import CAPTURE_END, CaptureEnd, Options, dissect
 from wiredump.dissect.tables import PARQUET_OPTIONS, SCHEMAS, TABLES, TableWriter
 
 MERGE_BATCH = 32768
+PARALLEL_FROM_BYTES = 32 << 20
+"""Below this much capture, starting a second process costs more than it saves (measured)."""
+
+
+def auto_workers(captures: Sequence[str]) -> int:
+    """Worker processes worth starting for these captures: 2 for large files on a multi-core machine."""
+    if "-" in captures or (os.cpu_count() or 1) < 2:
+        return 1
+    try:
+        size = sum(os.path.getsize(p) for p in captures)
+    except OSError:
+        return 1  # the serial path reports the bad path
+    return 2 if size >= PARALLEL_FROM_BYTES else 1
+
 
 # Row order of each table: the first key that is not null.
 SORT_KEYS: dict[str, tuple[str, ...]] = {
