@@ -129,7 +129,9 @@ def spark_report(
         raise UsageError(f"{directory}: not an export directory ({e})") from e
     spark = _session(master, conf)
     results = run_reports(spark, directory, top=top)
-    print_reports(results, top=top, console=Console(file=sys.stdout))
+    # In a pipe there is no width to fit: use a wide one rather than fold every column.
+    width = None if sys.stdout.isatty() else 200
+    print_reports(results, top=top, console=Console(file=sys.stdout, width=width))
     if out is not None:
         write_reports(results, out)
         typer.echo(f"reports written to {out}/", err=True)

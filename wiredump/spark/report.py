@@ -224,7 +224,7 @@ def print_reports(results: dict[str, pa.Table], top: int = 20, console: object |
         for f in table.schema:
             is_num = pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
             numeric.append(is_num)
-            t.add_column(f.name, justify="right" if is_num else "left")
+            t.add_column(f.name, justify="right" if is_num else "left", overflow="fold")
         for row in shown.to_pylist():
             t.add_row(*(_cell(v) for v in row.values()))
         if table.num_rows == 0:

@@ -25,7 +25,8 @@ LOCAL_MASTER = "local[*]"
 
 LOG4J2 = """\
 # wiredump's Spark logging: errors only, on stderr, so the terminal shows the tool's output
-# rather than Spark's chatter.
+# rather than Spark's chatter. PySpark counts as a shell: Spark sets the root level to the level
+# of its own (org.apache.spark) loggers, announcing it when they differ, so both are ERROR here.
 rootLogger.level = error
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
@@ -33,11 +34,18 @@ appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+logger.spark.name = org.apache.spark
+logger.spark.level = error
+logger.sparkproject.name = org.sparkproject
+logger.sparkproject.level = error
+logger.hadoop.name = org.apache.hadoop
+logger.hadoop.level = error
+logger.parquet.name = org.apache.parquet
+logger.parquet.level = error
+logger.netty.name = io.netty
+logger.netty.level = error
 logger.nativecode.name = org.apache.hadoop.util.NativeCodeLoader
 logger.nativecode.level = off
-# PySpark counts as a shell: Spark sets the root level to this logger's level (WARN when unset).
-logger.repl.name = org.apache.spark.repl.Main
-logger.repl.level = error
 """
 
 LOCAL_DEFAULTS: dict[str, str] = {
