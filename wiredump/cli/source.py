@@ -88,10 +88,37 @@ class Progress:
             self.drawn = False
 
 
+class PacketTimes:
+    """The times of the most recent packets (a bounded ring), so memory stays flat on long captures.
+
+    Anomalies name a packet, not a time; they are reported close to the packet they
+    name, so a window of the last 2**20 packets (8 MiB) answers every lookup in practice.
+    """
+
+    WINDOW = 1 << 20
+
+    def __init__(self) -> None:
+        self._ring = array("q", bytes(8 * self.WINDOW))
+        self.count = 0
+        self.first: int | None = None
+
+    def append(self, ts_us: int) -> None:
+        if self.first is None:
+            self.first = ts_us
+        self._ring[self.count % self.WINDOW] = ts_us
+        self.count += 1
+
+    def get(self, packet: int) -> int | None:
+        """Time of 1-based `packet`, or None when it is unknown or out of the window."""
+        if self.count - self.WINDOW < packet <= self.count and packet >= 1:
+            return self._ring[(packet - 1) % self.WINDOW]
+        return None
+
+
 class _TrackedReader:
     """A CaptureReader look-alike that remembers each packet's time and reports progress."""
 
-    def __init__(self, reader: CaptureReader, progress: Progress, times: array) -> None:
+    def __init__(self, reader: CaptureReader, progress: Progress, times: PacketTimes) -> None:
         self._reader = reader
         self.name = reader.name
         self._progress = progress
@@ -109,18 +136,15 @@ class _TrackedReader:
         times = self._times
         append = times.append
         progress = self._progress
-        f = getattr(self._reader, "_file", None)
-        tell = f.tell if (progress.enabled and f is not None) else None
-        for rec in self._reader:
-            # Packet numbers are 1-based and contiguous: times[n - 1] is packet n's time.
-            while len(times) < rec.number - 1:
+        reader = self._reader
+        enabled = progress.enabled
+        for rec in reader:
+            # Packet numbers are 1-based and contiguous (skipped records still count).
+            while times.count < rec.number - 1:
                 append(rec.ts_us)
             append(rec.ts_us)
-            if tell is not None and not rec.number & 1023:
-                try:
-                    progress.update(tell(), rec.number)
-                except (OSError, ValueError):
-                    tell = None
+            if enabled and not rec.number & 1023:
+                progress.update(reader.bytes_read, rec.number)
             yield rec
 
 
@@ -129,16 +153,14 @@ class CaptureInfo:
     """What the commands know of the capture being read."""
 
     name: str
-    times: array = field(default_factory=lambda: array("q"))
+    times: PacketTimes = field(default_factory=PacketTimes)
 
     @property
     def first_ts_us(self) -> int | None:
-        return self.times[0] if self.times else None
+        return self.times.first
 
     def packet_ts(self, packet: int) -> int | None:
-        if 1 <= packet <= len(self.times):
-            return self.times[packet - 1]
-        return None
+        return self.times.get(packet)
 
 
 class Run:
