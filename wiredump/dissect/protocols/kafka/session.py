@@ -11,8 +11,11 @@ decoded as garbage.
 from __future__ import annotations
 
 import struct
+import zlib
 from collections import OrderedDict
 from typing import Any
+
+import crc32c
 
 from wiredump.dissect.model import (
     EVENT,
@@ -121,6 +124,48 @@ def _tls_chain(buf: bytes | bytearray, at: int) -> bool:
     if nxt == end:
         return True
     return nxt + 3 <= end and buf[nxt] in TLS_TYPES and buf[nxt + 1] == 3 and buf[nxt + 2] <= 4
+
+
+def _record_set(buf: bytes | bytearray, pos: int, end: int) -> bool:
+    """Do buf[pos:end] hold exactly a run of record batches / legacy messages?
+
+    A records field, `[int32 size][batches]`, is shaped like a response whose correlation
+    id is the high half of the first base offset (0). When a capture starts (or resumes
+    after a gap) inside a Fetch response, its last records field ends where the response
+    does and would pass for a response whose request was not captured. Each batch or
+    message is `[int64 offset][int32 length]` with its magic byte (0, 1, 2) 16 bytes in;
+    the lengths must add up to the end exactly.
+    """
+    if end - pos < 21:
+        return False
+    while pos < end:
+        if pos + 17 > end:
+            return False
+        (length,) = _I32.unpack_from(buf, pos + 8)
+        if length < 5 or buf[pos + 16] > 2:
+            return False
+        pos += 12 + length
+    return pos == end
+
+
+def _batch_tail(buf: bytes | bytearray, pos: int, end: int) -> bool:
+    """Is buf[pos:end] a record batch (v2) or legacy message from its length field on?
+
+    `[int32 length][int32 epoch][int8 magic 2][uint32 crc32c]…` (or, legacy,
+    `[int32 size][uint32 crc][int8 magic 0/1]…`) reads as a response frame too; the
+    checksum over the rest tells it apart.
+    """
+    if end - pos < 14:
+        return False
+    magic = buf[pos + 8]
+    if magic > 2:
+        return False
+    with memoryview(buf) as view:  # released at once: the framer may grow `buf` afterwards
+        if magic == 2:
+            (crc,) = struct.unpack_from(">I", buf, pos + 9)
+            return crc32c.crc32c(view[pos + 13 : end]) == crc
+        (crc,) = struct.unpack_from(">I", buf, pos + 4)
+        return zlib.crc32(view[pos + 8 : end]) & 0xFFFFFFFF == crc
 
 
 def _newer_request(buf: bytes | bytearray, pos: int) -> bool:
@@ -246,17 +291,23 @@ class KafkaSession(Session):
             if len(buf) - pos >= size + 4:
                 return _YES if self._answers(bytes(buf[pos : pos + 4 + size]), req) else _NO
             return _YES
-        if getattr(correlator, "_pending", None):
+        pending = [k for k in getattr(correlator, "_pending", ()) if isinstance(k, int)]
+        if pending and corr >= min(pending):
             return _NO  # requests are waiting: the next response answers one of them
-        # Nothing pending (the request was not captured): the frame ends exactly where the
-        # buffered bytes end, or the next frame's header follows with the next few ids.
+        # The request was not captured (nothing pending, or the capture began after it was
+        # sent while later requests were captured: responses come in request order, so its
+        # id is below every pending one). The frame ends exactly where the buffered bytes
+        # end, or the next frame's header follows with one of the next few ids or a pending one.
         nxt = pos + 4 + size
         end = len(buf)
+        if nxt <= end and (_record_set(buf, pos + 4, nxt) or _batch_tail(buf, pos, nxt)):
+            return _NO  # the tail of a Fetch response / Produce request: records, not a frame
         if nxt == end:
             return _YES
         if nxt + 8 <= end:
             size2, corr2 = struct.unpack_from(">ii", buf, nxt)
-            return _YES if 4 <= size2 <= MAX_FRAME - 4 and 0 < corr2 - corr <= 4 else _NO
+            chained = 0 < corr2 - corr <= 4 or correlator.peek(corr2) is not None
+            return _YES if 4 <= size2 <= MAX_FRAME - 4 and chained else _NO
         return _WAIT
 
     def resync(self, buf: bytes | bytearray, pos: int, role: str) -> int | None:
