@@ -57,8 +57,21 @@ def test_export_jsonl_and_values(captures: Path, tmp_path: Path, capsys: pytest.
         ["export", "{cap}", "-o", "{tmp}/out", "--format", "csv"],
         ["export", "{cap}", "-o", "{tmp}/file"],
         ["export", "{tmp}/file", "-o", "{tmp}/out"],
+        ["spark", "export", "/nonexistent/capture.pcap", "-o", "{tmp}/out"],
+        ["spark", "export", "{tmp}/file", "-o", "{tmp}/out"],
+        ["spark", "report", "{tmp}/nothing"],
+        ["spark", "report", "{tmp}", "--top", "0"],
     ],
-    ids=["missing", "bad-format", "out-is-a-file", "not-a-capture"],
+    ids=[
+        "missing",
+        "bad-format",
+        "out-is-a-file",
+        "not-a-capture",
+        "spark-missing",
+        "spark-not-a-capture",
+        "spark-report-no-tables",
+        "spark-report-bad-top",
+    ],
 )
 def test_export_errors_are_one_line_and_exit_2(
     args: list[str], captures: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]

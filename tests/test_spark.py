@@ -63,7 +63,7 @@ def exports(captures: Path, tmp_path_factory: pytest.TempPathFactory, spark) -> 
     # One more capture given as a URI: read through Spark's binaryFile source, not by path.
     by_uri = captures / "tank" / "t02-bundles.pcap"
     local = base / "local"
-    tables = TableSet(local)
+    tables = TableSet(local, values=True)
     tables.add_events(dissect([*paths, str(by_uri)]))
     local_counts = tables.close()
 
@@ -73,7 +73,9 @@ def exports(captures: Path, tmp_path_factory: pytest.TempPathFactory, spark) -> 
     from wiredump.cli.app import _load_commands, app
 
     _load_commands()
-    res = CliRunner().invoke(app, ["spark", "export", *paths, by_uri.as_uri(), "-o", str(base / "spark")])
+    res = CliRunner().invoke(
+        app, ["spark", "export", *paths, by_uri.as_uri(), "-o", str(base / "spark"), "--values"]
+    )
     assert res.exit_code == 0, res.output
     counts = dict(item.split(": ") for item in res.stderr.strip().splitlines()[-1].split(", "))
     return {
