@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -22,6 +24,25 @@ def _watch_ends(events: Iterable[Any], ends: list[CaptureEnd]) -> Iterator[Any]:
         if ev.kind == CAPTURE_END:
             ends.append(ev.obj)
         yield ev
+
+
+@contextmanager
+def fewer_collections(gen0: int = 20_000) -> Iterator[None]:
+    """Run the cyclic garbage collector less often while exporting.
+
+    An export allocates millions of short-lived objects (decoded fields, rows) and keeps
+    large buffers of rows alive; with the default threshold (700) the collector runs
+    constantly and rescans them (measured: 7-10% of the CPU time of a Kafka export).
+    Cycles are still collected, in larger steps: on a 447k-packet capture the peak RSS is
+    the same as with the defaults (a larger setting, 50000/20/100, tripled it). The old
+    thresholds come back after.
+    """
+    old = gc.get_threshold()
+    gc.set_threshold(gen0, 10, 10)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
 
 
 @app.command(
