@@ -218,17 +218,14 @@ class BodyDecoder:
         return (path + "." + name).lstrip(".")
 
 
-def decode_body(
-    data: bytes,
+def walk_body(
+    data: bytes | memoryview,
     start: int,
     plan: Plan,
     records: RecordsHook | None,
     secrets: frozenset[str] = frozenset(),
 ) -> tuple[dict[str, Any], list[tuple[str, int]], int]:
-    """Decode data[start:] with `plan`; returns (fields, errors, end position).
-
-    Raises `Short` or `Bad` (both carry `.offset`, a frame offset) when the bytes do not fit.
-    """
+    """Decode data[start:] by walking `plan` (the reference decoder); same contract as `decode_body`."""
     cur = Cursor(data, start)
     dec = BodyDecoder(cur, records, secrets)
     stack: list[dict[str, Any]] = []
@@ -241,4 +238,34 @@ def decode_body(
     return out, dec.errors, cur.pos
 
 
-__all__ = ["Bad", "BodyDecoder", "Short", "decode_body"]
+def decode_body(
+    data: bytes | memoryview,
+    start: int,
+    plan: Plan,
+    records: RecordsHook | None,
+    secrets: frozenset[str] = frozenset(),
+) -> tuple[dict[str, Any], list[tuple[str, int]], int]:
+    """Decode data[start:] with `plan`; returns (fields, errors, end position).
+
+    Raises `Short` or `Bad` (both carry `.offset`, a frame offset) when the bytes do not fit,
+    with `.partial` (what was read before) and `.errors`. Uses the plan's compiled function
+    (`compiled.py`) when there is one; it gives exactly what `walk_body` gives.
+    """
+    fn = _compiled.compiled(plan) if type(data) is bytes else None
+    if fn is None:
+        return walk_body(data, start, plan, records, secrets)
+    out: dict[str, Any] = {}
+    errors: list[tuple[str, int]] = []
+    try:
+        end = fn(data, start, len(data), out, errors, secrets, records)
+    except (Short, Bad) as e:
+        e.partial = out  # type: ignore[union-attr]
+        e.errors = errors  # type: ignore[union-attr]
+        raise
+    return out, errors, end
+
+
+__all__ = ["Bad", "BodyDecoder", "Short", "decode_body", "walk_body"]
+
+# At the end: `compiled` imports this module (the walker is its fallback for rare paths).
+from wiredump.dissect.protocols.kafka import compiled as _compiled  # noqa: E402
