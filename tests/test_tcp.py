@@ -215,6 +215,7 @@ def test_bytes_after_a_given_up_hole_keep_their_own_packet() -> None:
     ]
     for i, s in enumerate(segs, start=1):
         tcp.segment(s, i, i * 1000)
+    tcp.finish()
     assert rec.chunks == [
         ("client", b"aaaa", 4, 4000),
         ("client", b"cccc", 5, 5000),
@@ -250,8 +251,88 @@ def test_a_hole_the_peer_acknowledges_is_given_up_before_the_peers_data() -> Non
     ]
     for i, s in enumerate(segs, start=1):
         tcp.segment(s, i, i * 1000)
+    tcp.finish()
     assert [(role, data) for role, data, _, _ in rec.chunks] == [
         ("client", b"aaaa"),
         ("client", b"cccc"),
         ("server", b"resp"),
     ]
+
+
+def feed(segments) -> tuple[PacketRecorder, TcpReassembler]:  # noqa: ANN001
+    rec = PacketRecorder()
+    tcp = TcpReassembler(rec, Limits(), frozenset({9092}))
+    for i, s in enumerate(segments, start=1):
+        tcp.segment(s, i, i * 1000)
+    return rec, tcp
+
+
+def test_segment_listed_after_the_ack_that_covers_it_is_not_a_gap() -> None:
+    """Two segments swapped around the receiver's ACK (capture queues can do that): the ACK
+    covers bytes not seen yet, but they turn up a packet later. They used to be given up as
+    a gap at once, and the late segment dropped as a retransmission."""
+    rec, tcp = feed(
+        handshake()
+        + [
+            seg(CLI, SRV, 1005, 5001, "PA", b"world"),  # 4: held
+            seg(SRV, CLI, 5001, 1005, "A"),  # 5: acks 'hell' (unseen yet)
+            seg(CLI, SRV, 1001, 5001, "PA", b"hell"),  # 6: the late segment
+        ]
+    )
+    tcp.finish()
+    assert rec.data[(0, "client")] == b"hellworld"
+    assert rec.kinds() == ["out_of_order"] and rec.gaps == []
+    assert tcp.all[0].gaps == 0 and tcp.all[0].retransmissions == 0
+
+
+def test_peer_data_waits_while_acknowledged_bytes_are_awaited() -> None:
+    """The response that acknowledges the request comes between its two swapped segments:
+    it goes up after the request is whole (pairing needs request first)."""
+    rec, tcp = feed(
+        handshake()
+        + [
+            seg(CLI, SRV, 1005, 5001, "PA", b"uest"),  # 4: held
+            seg(SRV, CLI, 5001, 1009, "PA", b"resp"),  # 5: the response, acks everything
+            seg(CLI, SRV, 1001, 5001, "PA", b"req-"),  # 6: the late segment
+        ]
+    )
+    assert [(r, d, p) for r, d, p, _ in rec.chunks] == [
+        ("client", b"req-", 6),
+        ("client", b"uest", 6),
+        ("server", b"resp", 5),
+    ]
+    tcp.finish()
+    assert rec.gaps == [] and tcp.all[0].gaps == 0
+
+
+def test_acknowledged_hole_is_given_up_after_a_few_packets() -> None:
+    from wiredump.dissect.tcp import HOLE_GRACE_PACKETS
+
+    # The first ping shows the hole; the wait ends HOLE_GRACE_PACKETS packets later.
+    pings = [seg(SRV, CLI, 5001 + i, 1013, "PA", b"p") for i in range(HOLE_GRACE_PACKETS + 1)]
+    rec, tcp = feed(
+        handshake()
+        + [
+            seg(CLI, SRV, 1001, 5001, "PA", b"aaaa"),  # 4
+            seg(CLI, SRV, 1009, 5001, "PA", b"cccc"),  # 5: held, 1005..1009 lost
+        ]
+        + pings  # 6..: the server acks everything and sends one byte a packet
+    )
+    # Given up without the end of the capture; the server's bytes kept their order and packets.
+    assert rec.gaps == [(0, "client", 4, 5)]
+    assert rec.chunks[:2] == [("client", b"aaaa", 4, 4000), ("client", b"cccc", 5, 5000)]
+    assert [p for r, _, p, _ in rec.chunks if r == "server"] == list(range(6, 7 + HOLE_GRACE_PACKETS))
+
+
+def test_sender_moving_past_an_acknowledged_hole_gives_it_up() -> None:
+    rec, tcp = feed(
+        handshake()
+        + [
+            seg(CLI, SRV, 1001, 5001, "PA", b"aaaa"),  # 4
+            seg(CLI, SRV, 1009, 5001, "PA", b"cccc"),  # 5: held, 1005..1009 lost
+            seg(SRV, CLI, 5001, 1013, "A"),  # 6: acks everything
+            seg(CLI, SRV, 1013, 5001, "PA", b"dddd"),  # 7: new data: the hole is lost
+        ]
+    )
+    assert rec.gaps == [(0, "client", 4, 5)]
+    assert rec.data[(0, "client")] == b"aaaaccccdddd"

@@ -24,6 +24,10 @@ FIN, SYN, RST, ACK = 0x01, 0x02, 0x04, 0x10
 _MASK = 0xFFFFFFFF
 RECENT_CHUNKS = 4
 """Delivered chunks remembered per direction to tell a faithful retransmission from a conflicting one."""
+HOLE_GRACE_PACKETS = 8
+"""Packets of a connection to wait, once the receiver acknowledged bytes the capture has not
+shown, for those bytes to turn up anyway (a capture can list a segment after the ACK that
+covers it: reordering between capture queues, or merged captures) before calling them a gap."""
 
 
 def _delta(a: int, b: int) -> int:
@@ -79,6 +83,12 @@ class Connection:
     user: object = None  # the pipeline's per-connection state
     c2s: HalfStream = field(default_factory=lambda: HalfStream(CLIENT))
     s2c: HalfStream = field(default_factory=lambda: HalfStream(SERVER))
+    # A direction whose hole the peer acknowledged, still waited for (see HOLE_GRACE_PACKETS),
+    # and the peer's segments queued meanwhile: (half, seq, data, missing, packet, ts_us).
+    hole: HalfStream | None = None
+    hole_wait: int = 0
+    queued: list[tuple[HalfStream, int, bytes, int, int, int]] = field(default_factory=list)
+    queued_bytes: int = 0
 
     @property
     def state(self) -> str:
@@ -170,15 +180,33 @@ class TcpReassembler:
                 other.acked_raw = seg.ack
         if conn.finished:
             return
-        # The peer's bytes this packet acknowledges were received before it was sent: give
-        # up a hole it reveals before this packet's own data goes up, so that a request
-        # held behind a lost segment is decoded before the response that acknowledges it.
-        if other.ooo and other.acked_raw is not None:
-            self._check_acked_hole(conn, other, packet, ts_us)
+        if conn.hole is not None:
+            conn.hole_wait -= 1
+            if conn.hole_wait <= 0:
+                self._give_up(conn)
+        # The peer's bytes this packet acknowledges were received before it was sent: a hole
+        # it reveals is dealt with before this packet's own data goes up, so that a request
+        # held behind a missing segment is decoded before the response that acknowledges it.
+        if other.ooo and other.acked_raw is not None and _delta(other.acked_raw, other.next_raw) > 0:  # type: ignore[arg-type]
+            self._await_hole(conn, other)
         payload = seg.payload
         if payload or seg.missing:
             seq = (seg.seq + 1) & _MASK if flags & SYN else seg.seq
-            self._data(conn, half, seq, payload, seg.missing, packet, ts_us)
+            hole = conn.hole
+            if hole is not None and hole is not half:
+                # The peer's data waits until the acknowledged bytes turn up or are given up.
+                conn.queued.append((half, seq, payload, seg.missing, packet, ts_us))
+                conn.queued_bytes += len(payload)
+                if conn.queued_bytes > self.limits.max_out_of_order:
+                    self._give_up(conn)
+            else:
+                if hole is not None and _delta(seq, half.next_raw) > 0 and seq not in half.ooo:  # type: ignore[arg-type]
+                    self._give_up(conn)  # the sender moved on past the hole: it is lost
+                self._data(conn, half, seq, payload, seg.missing, packet, ts_us)
+                if conn.hole is half and not self._hole_open(half):
+                    self._resume(conn)  # the acknowledged bytes turned up late
+        if conn.hole is not None and (flags & RST or (flags & FIN and conn.hole is half)):
+            self._give_up(conn)  # nothing more will come (the peer's FIN ends only its side)
         if flags & RST:
             conn.reset = True
             self._finish(conn)
@@ -293,12 +321,14 @@ class TcpReassembler:
             )
         half.ooo[seq] = (data, missing, packet, ts_us)
         half.ooo_bytes += len(data)
-        if half.acked_raw is not None and _delta(half.acked_raw, half.next_raw or 0) > 0:
-            self._flush_ooo(
-                conn, half, packet, ts_us, why="the receiver acknowledged bytes the capture lacks"
-            )
-        elif half.ooo_bytes > self.limits.max_out_of_order:
+        if half.ooo_bytes > self.limits.max_out_of_order:
+            if conn.hole is half:
+                conn.hole = None
             self._flush_ooo(conn, half, packet, ts_us, why="out-of-order buffer full")
+            if conn.hole is None and conn.queued:
+                self._replay(conn)
+        elif self._hole_open(half):
+            self._await_hole(conn, half)
 
     def _drain_ooo(
         self, conn: Connection, half: HalfStream, packet: int, ts_us: int, own: bool = False
@@ -348,15 +378,51 @@ class TcpReassembler:
                 self._gap(conn, half, d, held_packet, held_ts, why)
             self._drain_ooo(conn, half, packet, ts_us, own=True)
 
-    def _check_acked_hole(self, conn: Connection, half: HalfStream, packet: int, ts_us: int) -> None:
-        if _delta(half.acked_raw, half.next_raw) > 0:  # type: ignore[arg-type]
+    # -- acknowledged holes ------------------------------------------------------------------
+    @staticmethod
+    def _hole_open(half: HalfStream) -> bool:
+        """Segments wait behind a hole the receiver has acknowledged."""
+        return (
+            bool(half.ooo) and half.acked_raw is not None and _delta(half.acked_raw, half.next_raw) > 0  # type: ignore[arg-type]
+        )
+
+    def _await_hole(self, conn: Connection, half: HalfStream) -> None:
+        """Start waiting a few packets for the acknowledged bytes (one hole per connection)."""
+        if conn.hole is None:
+            conn.hole = half
+            conn.hole_wait = HOLE_GRACE_PACKETS
+
+    def _give_up(self, conn: Connection) -> None:
+        """The acknowledged bytes are lost: report the gap, deliver what waited behind it."""
+        half = conn.hole
+        conn.hole = None
+        conn.hole_wait = 0
+        if half is not None and half.ooo:
             self._flush_ooo(
-                conn, half, packet, ts_us, why="the receiver acknowledged bytes the capture lacks"
+                conn,
+                half,
+                conn.last_packet,
+                conn.last_ts_us,
+                why="the receiver acknowledged bytes the capture lacks",
             )
+        self._replay(conn)
+
+    def _resume(self, conn: Connection) -> None:
+        conn.hole = None
+        conn.hole_wait = 0
+        self._replay(conn)
+
+    def _replay(self, conn: Connection) -> None:
+        """Feed the peer's queued segments, in capture order, with their own packets and times."""
+        queued, conn.queued, conn.queued_bytes = conn.queued, [], 0
+        for half, seq, data, missing, packet, ts_us in queued:
+            self._data(conn, half, seq, data, missing, packet, ts_us)
 
     def _finish(self, conn: Connection) -> None:
         if conn.finished:
             return
+        if conn.hole is not None or conn.queued:
+            self._give_up(conn)
         for half in (conn.c2s, conn.s2c):
             if half.ooo:
                 self._flush_ooo(conn, half, conn.last_packet, conn.last_ts_us)
