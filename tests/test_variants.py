@@ -210,6 +210,28 @@ def test_out_of_order(tmp_path: Path, proto: str, name: str) -> None:
     same_connections(base, var)
 
 
+@pytest.mark.parametrize(("proto", "name"), ALL, ids=IDS)
+def test_out_of_order_across_the_receivers_ack(tmp_path: Path, proto: str, name: str) -> None:
+    """The late segment is listed after the ACK that covers it (the receiver's answer may
+    come in between too): no gap, the answer goes up after the bytes it acknowledges."""
+    cap, base = original(proto, name)
+    recs, swaps = V.out_of_order(cap.recs, places=6, across_acks=True)
+    if not swaps:
+        pytest.skip("no segment pair straddles an ACK without answering data in between")
+    var = decode(V.write(cap, recs, tmp_path / "ooo-ack.pcap"))
+    same_frames(base, var)
+    clean(var)
+    assert var.kinds().count("out_of_order") == swaps
+    assert "retransmission" not in var.kinds()
+    same_connections(base, var)
+
+    # Pairing is intact: every frame has the peer it had (packets moved: compare by type and id).
+    def peers(d: Decoded) -> list[tuple]:
+        return sorted((f.stream, f.role, f.type, f.correlation_id, f.peer_packet is None) for f in d.frames)
+
+    assert peers(var) == peers(base)
+
+
 # -- 2 retransmissions ------------------------------------------------------------------------------
 @pytest.mark.parametrize(("proto", "name"), ALL, ids=IDS)
 def test_retransmitted(tmp_path: Path, proto: str, name: str) -> None:

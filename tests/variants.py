@@ -168,36 +168,60 @@ def spread(items: list[int], n: int) -> list[int]:
 
 
 # -- the variants -----------------------------------------------------------------------------------
-def out_of_order(recs: list[Rec], places: int = 6) -> tuple[list[Rec], int]:
+def _swappable(recs: list[Rec], i: int, j: int, across_acks: bool) -> bool:
+    """May data segments i and j (the next one sent the same way) trade places?
+
+    Without `across_acks`, nothing in between may acknowledge i (a receiver cannot
+    acknowledge bytes it has not received). With it, the receiver's ACK of i may come in
+    between (a capture can list packets out of their order on the wire: several capture
+    queues, merged files) but j must not acknowledge anything the receiver sent in
+    between: j would answer bytes the capture shows only after it.
+    """
+    t, u = recs[i].tcp(), recs[j].tcp()
+    if t is None or u is None or u.seq != (t.seq + len(t.payload)) & 0xFFFFFFFF:
+        return False
+    if t.flags & (SYN | FIN | RST) or u.flags & (SYN | FIN | RST):
+        return False
+    acked = _acks_beyond(recs, i + 1, j + 1, t)
+    if not across_acks:
+        return not acked
+    if not acked:
+        return False
+    for k in range(i + 1, j):
+        m = recs[k].tcp()
+        if m is not None and m.src == t.dst and m.payload and u.flags & ACK:
+            if (u.ack - m.seq) & 0xFFFFFFFF < 0x80000000 and u.ack != m.seq:
+                return False  # j acknowledges the receiver's data in between
+    return True
+
+
+def out_of_order(recs: list[Rec], places: int = 6, across_acks: bool = False) -> tuple[list[Rec], int]:
     """Segments of one direction that arrive in the wrong order, in `places` places.
 
-    Where two consecutive data segments of one direction have nothing in between that
-    acknowledges the first (a receiver cannot acknowledge bytes it has not received),
-    they are swapped. Request/response traffic has few such pairs, so the rest of the
-    places are made by cutting a data segment in two and sending its second half first.
+    Consecutive data segments of one direction are swapped (see `_swappable`; with
+    `across_acks` only pairs that straddle the receiver's ACK of the first). Without
+    `across_acks`, request/response traffic has few such pairs, so the rest of the places
+    are made by cutting a data segment in two and sending its second half first.
     Returns the records and the number of reorderings (each one holds one segment back).
     """
     recs = list(recs)
     pairs = []
     for i in data_indexes(recs):
         j = next_same_direction(recs, i)
-        t = recs[i].tcp()
-        u = recs[j].tcp() if j is not None else None
-        if j is None or t is None or u is None or u.seq != (t.seq + len(t.payload)) & 0xFFFFFFFF:
-            continue
-        if t.flags & (SYN | FIN | RST) or u.flags & (SYN | FIN | RST) or _acks_beyond(recs, i + 1, j + 1, t):
-            continue
-        pairs.append((i, j))
+        if j is not None and _swappable(recs, i, j, across_acks):
+            pairs.append((i, j))
     used: set[int] = set()
     done = 0
     for i, j in spread(pairs, places * 2):
-        if done == places // 2:
+        if done == (places if across_acks else places // 2):
             break
-        if used & set(range(i, j + 1)):
+        if used & set(range(i - 1, j + 2)):
             continue
         recs[i], recs[j] = recs[j], recs[i]
         used |= set(range(i, j + 1))
         done += 1
+    if across_acks:
+        return recs, done
     singles = [i for i in data_indexes(recs) if i not in used and len(recs[i].tcp().payload) >= 2]  # type: ignore[union-attr]
     for i in sorted(spread(singles, places - done), reverse=True):
         r = recs[i]
