@@ -46,6 +46,7 @@ TLS_TYPES = {20: "ChangeCipherSpec", 21: "Alert", 22: "Handshake", 23: "Applicat
 MAX_CLIENT_ID = 4096
 TLS_MAX_RECORD = 16384 + 2048  # RFC 8446 / 5246: plaintext limit plus expansion
 SECRET_FIELDS = frozenset({"auth_bytes", "salted_password", "hmac", "salt"})
+NO_SECRETS: frozenset[str] = frozenset()
 MAX_GUESS_BYTES = 1 * MiB
 _YES, _NO, _WAIT = 1, -1, 0
 GUESS_ALL_BELOW = 4096
@@ -203,6 +204,9 @@ class KafkaSession(Session):
         self._handshakes: dict[int, str | None] = {}
         self._seen: OrderedDict[tuple[int, int], None] = OrderedDict()
         self.show_secrets = bool(ctx.options.get("show_secrets"))
+        self.messages = bool(ctx.options.get("messages", True))
+        """False when no sink reads the records (the plain timeline): batches are counted, not read."""
+        self._last_seen: tuple[int, int] | None = None
         self._synced = {"client": False, "server": False}
         self._raw_auth: bytes | None = None
 
@@ -367,10 +371,13 @@ class KafkaSession(Session):
         self, frame: Frame, direction: str, partial_ok: bool, emit: bool, stats: dict[str, int]
     ):
         limits = self.ctx.limits
+        messages = self.messages
 
         def hook(data: bytes, start: int, stack: list[dict[str, Any]]) -> Any:
             topic, partition = _locate(stack)
-            rc = RecordContext(frame, direction, limits, topic, partition, partial_ok, start, emit, stats)
+            rc = RecordContext(
+                frame, direction, limits, topic, partition, partial_ok, start, emit, stats, messages
+            )
             return decode_record_set(data, rc)
 
         return hook
@@ -387,23 +394,18 @@ class KafkaSession(Session):
                 self.sasl_raw = False  # authentication is over: Kafka requests again
             else:
                 return self._sasl_token(data, "client")
-        name = schema.api_names().get(api_key)
+        key = (api_key, version)
+        name, hv, plan = _request_layout(key)
         f.type = name or "Unknown"
         f.type_code = api_key
         f.version = version
         f.correlation_id = corr
-        f.context = (api_key, version)
+        f.context = key
         header: dict[str, Any] = {"api_key": api_key, "api_version": version, "correlation_id": corr}
         f.fields = {"header": header}
         correlator = self.ctx.correlator
-        hv = schema.request_header_version(api_key, version) if name else 1
-        cur = Cursor(data, 12)
         try:
-            if hv >= 1:
-                n = cur.i16("client_id")
-                header["client_id"] = None if n < 0 else cur.take(n, "client_id").decode("utf-8", "replace")
-            if hv >= 2:
-                BodyDecoder(cur, None).tagged({}, header, [])
+            pos = _request_header(data, hv, header)
         except (Short, Bad) as e:
             if complete:
                 f.flag(MALFORMED, "malformed", f"request header: {e}", e.offset)
@@ -414,7 +416,6 @@ class KafkaSession(Session):
             correlator.request(f, corr, True)
             f.summary = f"unknown API key {api_key} v{version}"
             return f
-        plan = schema.plan(api_key, version, "request")
         if plan is None:
             f.flag(
                 UNSUPPORTED_VERSION, "unsupported_version", f"{name} v{version} is not in the Kafka specs", 6
@@ -422,11 +423,13 @@ class KafkaSession(Session):
             correlator.request(f, corr, True)
             f.summary = f"{name} v{version} (unsupported version)"
             return f
-        self._seen[(api_key, version)] = None
-        self._seen.move_to_end((api_key, version))
+        if key != self._last_seen:
+            self._seen[key] = None
+            self._seen.move_to_end(key)
+            self._last_seen = key
         stats: dict[str, int] = {}
         hook = self._records_hook(f, "produce", False, True, stats)
-        body = self._body(f, data, cur.pos, plan, hook, complete, "request")
+        body = self._body(f, data, pos, plan, hook, complete, "request")
         read = f.fields.get("body")  # also what a cut or malformed body held before it stopped
         expects = not (api_key == 0 and isinstance(read, dict) and read.get("acks") == 0)
         if body is not None:
@@ -469,7 +472,7 @@ class KafkaSession(Session):
     def _body(
         self, f: Frame, data: bytes, start: int, plan: schema.Plan, hook: Any, complete: bool, kind: str
     ) -> dict[str, Any] | None:
-        secrets = frozenset() if self.show_secrets else SECRET_FIELDS
+        secrets = NO_SECRETS if self.show_secrets else SECRET_FIELDS
         if f.type_code == 36 and kind == "request" and not self.show_secrets:
             secrets = SECRET_FIELDS - {"auth_bytes"}
         try:
@@ -534,7 +537,7 @@ class KafkaSession(Session):
             f.flag(req.status, req.status, f"response to a request with {req.status.replace('_', ' ')}", None)
             f.summary = f"response to {req.type} v{version}"
             return f
-        plan = schema.plan(api_key, version, "response")
+        plan, hv = _response_layout((api_key, version))
         if plan is None:
             f.flag(
                 UNSUPPORTED_VERSION,
@@ -544,15 +547,18 @@ class KafkaSession(Session):
             )
             return f
         start = 8
-        if schema.response_header_version(api_key, version) == 1:
-            cur = Cursor(data, 8)
-            try:
-                BodyDecoder(cur, None).tagged({}, f.fields["header"], [])
-            except (Short, Bad) as e:
-                if complete:
-                    f.flag(MALFORMED, "malformed", f"response header: {e}", e.offset)
-                return f
-            start = cur.pos
+        if hv == 1:
+            if len(data) > 8 and data[8] == 0:
+                start = 9  # the usual empty tagged-field section
+            else:
+                cur = Cursor(data, 8)
+                try:
+                    BodyDecoder(cur, None).tagged({}, f.fields["header"], [])
+                except (Short, Bad) as e:
+                    if complete:
+                        f.flag(MALFORMED, "malformed", f"response header: {e}", e.offset)
+                    return f
+                start = cur.pos
         if (
             api_key == 18
             and version > 0
@@ -691,23 +697,79 @@ class KafkaSession(Session):
         return body if end == len(data) and scratch.status == OK else None
 
 
+_REQUEST_LAYOUTS: dict[tuple[int, int], tuple[str | None, int, schema.Plan | None]] = {}
+_RESPONSE_LAYOUTS: dict[tuple[int, int], tuple[schema.Plan | None, int]] = {}
+
+
+def _request_layout(key: tuple[int, int]) -> tuple[str | None, int, schema.Plan | None]:
+    """(API name or None, request header version, body plan or None) of (api key, version), cached."""
+    hit = _REQUEST_LAYOUTS.get(key)
+    if hit is None:
+        api_key, version = key
+        name = schema.api_names().get(api_key)
+        hv = schema.request_header_version(api_key, version) if name else 1
+        plan = schema.plan(api_key, version, "request") if name else None
+        hit = _REQUEST_LAYOUTS[key] = (name, hv, plan)
+    return hit
+
+
+def _response_layout(key: tuple[int, int]) -> tuple[schema.Plan | None, int]:
+    """(body plan or None, response header version) of (api key, version), cached."""
+    hit = _RESPONSE_LAYOUTS.get(key)
+    if hit is None:
+        hit = _RESPONSE_LAYOUTS[key] = (
+            schema.plan(key[0], key[1], "response"),
+            schema.response_header_version(key[0], key[1]),
+        )
+    return hit
+
+
+def _request_header(data: bytes, hv: int, header: dict[str, Any]) -> int:
+    """Client id (header v1+) and tagged fields (v2) after the fixed 12 bytes; returns the body start.
+
+    Raises what `Cursor.i16`/`Cursor.take` and `BodyDecoder.tagged` raise, at the same offsets.
+    """
+    pos, end = 12, len(data)
+    if hv >= 1:
+        if pos + 2 > end:
+            raise Short("client_id", pos, 2, end - pos)
+        (n,) = _I16.unpack_from(data, pos)
+        pos += 2
+        if n < 0:
+            header["client_id"] = None
+        else:
+            if pos + n > end:
+                raise Short("client_id", pos, n, end - pos)
+            header["client_id"] = data[pos : pos + n].decode("utf-8", "replace")
+            pos += n
+    if hv >= 2:
+        if pos < end and data[pos] == 0:
+            return pos + 1  # the usual empty tagged-field section
+        cur = Cursor(data, pos)
+        BodyDecoder(cur, None).tagged({}, header, [])
+        pos = cur.pos
+    return pos
+
+
 def _locate(stack: list[dict[str, Any]]) -> tuple[str | None, int | None]:
-    """Topic and partition of a record set from the structs enclosing it."""
+    """Topic and partition of a record set from the structs enclosing it (innermost first)."""
     partition: int | None = None
     topic: str | None = None
     for d in reversed(stack):
         if partition is None:
-            for k in ("index", "partition_index", "partition"):
-                v = d.get(k)
-                if isinstance(v, int):
-                    partition = v
-                    break
+            v = d.get("index")
+            if not isinstance(v, int):
+                v = d.get("partition_index")
+                if not isinstance(v, int):
+                    v = d.get("partition")
+            if isinstance(v, int):
+                partition = v
         if topic is None:
-            for k in ("name", "topic"):
-                v = d.get(k)
-                if isinstance(v, str):
-                    topic = v
-                    break
+            v = d.get("name")
+            if not isinstance(v, str):
+                v = d.get("topic")
+            if isinstance(v, str):
+                topic = v
             else:
                 tid = d.get("topic_id")
                 if isinstance(tid, str):

@@ -48,7 +48,24 @@ def _topic_name(t: dict[str, Any]) -> str:
 
 def _list(body: dict[str, Any], key: str) -> list[dict[str, Any]]:
     v = body.get(key)
-    return [x for x in v if isinstance(x, dict)] if isinstance(v, list) else []
+    if not isinstance(v, list):
+        return []
+    for x in v:
+        if not isinstance(x, dict):
+            return [x for x in v if isinstance(x, dict)]
+    return v  # all dicts (the usual case): no copy
+
+
+def _partition(p: dict[str, Any]) -> Any:
+    """The partition index under whichever name the API uses, or "?"."""
+    v = p.get("index")
+    if isinstance(v, int):
+        return v
+    v = p.get("partition_index")
+    if isinstance(v, int):
+        return v
+    v = p.get("partition")
+    return v if isinstance(v, int) else "?"
 
 
 def _records_line(body: dict[str, Any], topics_key: str, parts_key: str) -> tuple[list[str], int, int]:
@@ -57,15 +74,18 @@ def _records_line(body: dict[str, Any], topics_key: str, parts_key: str) -> tupl
     for t in _list(body, topics_key):
         name = _topic_name(t)
         for p in _list(t, parts_key):
-            idx = next(
-                (p[k] for k in ("index", "partition_index", "partition") if isinstance(p.get(k), int)), "?"
-            )
+            idx = _partition(p)
             rec = p.get("records")
-            n = rec.get("record_count", 0) if isinstance(rec, dict) else 0
-            sz = rec.get("size", 0) if isinstance(rec, dict) else 0
-            total += n
-            size += sz
-            items.append(f"{name}[{idx}] {_n(n, 'record')}" if n else f"{name}[{idx}]")
+            if isinstance(rec, dict):
+                n = rec.get("record_count", 0)
+                size += rec.get("size", 0)
+            else:
+                n = 0
+            if n:
+                total += n
+                items.append(f"{name}[{idx}] {n} record" if n == 1 else f"{name}[{idx}] {n} records")
+            else:
+                items.append(f"{name}[{idx}]")
     return items, total, size
 
 
@@ -76,8 +96,9 @@ def _produce(f: Frame, body: dict[str, Any], is_req: bool) -> str:
         return f"{line} {human_bytes(size)} acks={body.get('acks')}".strip()
     parts = []
     for t in _list(body, "responses"):
+        name = _topic_name(t)
         for p in _list(t, "partition_responses"):
-            parts.append(f"{_topic_name(t)}[{p.get('index')}]@{p.get('base_offset')}")
+            parts.append(f"{name}[{p.get('index')}]@{p.get('base_offset')}")
     return _join(parts)
 
 

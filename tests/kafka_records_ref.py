@@ -1,0 +1,550 @@
+"""The record-set decoder as it was before the speed work (commit 896b402): the reference for `records.py`.
+
+Kept verbatim (docstring aside) so `test_kafka_records_fast.py` can check the optimised decoder
+gives the same fields, messages, anomalies, statuses and statistics on real, crafted and
+damaged record sets.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import crc32c
+
+from wiredump.dissect import codecs
+from wiredump.dissect.limits import Limits
+from wiredump.dissect.model import BAD_CHECKSUM, MALFORMED, Anomaly, Frame, Message
+from wiredump.dissect.protocols.kafka.embedded import decode_control_value
+
+_V2 = struct.Struct(">qiibIhiqqqhii")  # the 61-byte v2 batch header
+_HEAD = struct.Struct(">qi")  # offset, size/length: common to every format
+_LEGACY = struct.Struct(">Ibb")  # crc, magic, attributes (after offset and size)
+_I64 = struct.Struct(">q")
+_I32 = struct.Struct(">i")
+_CTRL = struct.Struct(">hh")
+_MARKER = struct.Struct(">hi")
+
+CODECS = {0: None, 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+CONTROL_TYPES = {
+    0: "ABORT",
+    1: "COMMIT",
+    2: "LEADER_CHANGE",
+    3: "SNAPSHOT_HEADER",
+    4: "SNAPSHOT_FOOTER",
+    5: "KRAFT_VERSION",
+    6: "KRAFT_VOTERS",
+}
+V2_OVERHEAD = 61
+LEGACY_MIN = 14  # crc + magic + attributes + key length + value length
+
+
+class BadRecord(Exception):
+    """A record inside a batch does not parse; carries the offset within the records."""
+
+    def __init__(self, msg: str, offset: int) -> None:
+        super().__init__(msg)
+        self.offset = offset
+
+
+@dataclass(slots=True)
+class RecordContext:
+    """Where the records sit and what to do with what is found."""
+
+    frame: Frame
+    direction: str
+    limits: Limits
+    topic: str | None = None
+    partition: int | None = None
+    partial_ok: bool = False
+    """Fetch responses may end with a partial batch (normal); elsewhere it is malformed."""
+    base: int = 0
+    """Offset of the record set inside the frame (for anomaly offsets)."""
+    emit: bool = True
+    """False when only trying a layout (no messages, no anomalies)."""
+    stats: dict[str, int] = field(default_factory=dict)
+
+
+def _varint(b: bytes, p: int) -> tuple[int, int]:
+    """Zig-zag varint at b[p] -> (value, next position); IndexError when cut."""
+    x = b[p]
+    p += 1
+    if x < 0x80:
+        return (x >> 1) ^ -(x & 1), p
+    result = x & 0x7F
+    shift = 7
+    while True:
+        x = b[p]
+        p += 1
+        result |= (x & 0x7F) << shift
+        if x < 0x80:
+            return (result >> 1) ^ -(result & 1), p
+        shift += 7
+        if shift > 63:
+            raise BadRecord("varint longer than 10 bytes", p)
+
+
+def _count(stats: dict[str, int], key: str, n: int = 1) -> None:
+    stats[key] = stats.get(key, 0) + n
+
+
+def decode_record_set(data: bytes, rc: RecordContext, depth: int = 0) -> dict[str, Any]:
+    """Decode every batch/message in `data`; returns the decode for the frame's fields."""
+    n = len(data)
+    pos = 0
+    batches: list[dict[str, Any]] = []
+    out: dict[str, Any] = {"size": n, "batches": batches}
+    records = 0
+    while pos < n:
+        left = n - pos
+        if left < 17:
+            _partial(rc, out, pos, left, "record set ends with a partial entry header")
+            break
+        base_offset, length = _HEAD.unpack_from(data, pos)
+        magic = data[pos + 16]
+        end = pos + 12 + length
+        if length < 0 or (magic == 2 and length < V2_OVERHEAD - 12) or (magic < 2 and length < LEGACY_MIN):
+            _problem(rc, MALFORMED, "malformed", f"record entry declares length {length}", pos)
+            out["undecoded_bytes"] = left
+            break
+        if end > n:
+            _partial(rc, out, pos, left, f"entry of {12 + length} bytes with {left} left")
+            break
+        if magic == 2:
+            b = _batch_v2(data, pos, end, base_offset, rc)
+        elif magic in (0, 1):
+            b = _legacy(data, pos, end, base_offset, magic, rc, depth, None)
+        else:
+            _problem(rc, MALFORMED, "malformed", f"unknown record magic {magic}", pos + 16)
+            out["undecoded_bytes"] = left
+            break
+        records += b.get("record_count", 0)
+        batches.append(b)
+        pos = end
+    out["record_count"] = records
+    return out
+
+
+def _partial(rc: RecordContext, out: dict[str, Any], pos: int, left: int, why: str) -> None:
+    out["partial_trailing_bytes"] = left
+    if not rc.partial_ok:
+        _problem(rc, MALFORMED, "malformed", f"truncated record set: {why}", pos)
+
+
+def _problem(rc: RecordContext, status: str | None, kind: str, detail: str, offset: int | None) -> None:
+    if not rc.emit:
+        raise BadRecord(detail, offset or 0)
+    at = None if offset is None else rc.base + offset
+    where = f"{rc.topic}[{rc.partition}]" if rc.topic is not None else f"partition {rc.partition}"
+    if status is None:
+        rc.frame.anomalies.append(Anomaly(kind, f"{where}: {detail}", at))
+    else:
+        rc.frame.flag(status, kind, f"{where}: {detail}", at)
+
+
+def _decompress(codec: int, payload: bytes, rc: RecordContext, legacy_lz4: bool, where: int) -> bytes | None:
+    limits = rc.limits
+    if codec == 1:
+        res = codecs.gzip(payload, limits)
+    elif codec == 2:
+        res = codecs.snappy_kafka(payload, limits)
+    elif codec == 3:
+        res = codecs.lz4_frame(payload, limits, legacy_checksum=legacy_lz4)
+    elif codec == 4:
+        res = codecs.zstd(payload, limits)
+    else:
+        _problem(rc, MALFORMED, "malformed", f"unknown compression codec {codec}", where)
+        return None
+    out, problem = res
+    if problem is not None:
+        kind, detail = problem
+        _problem(rc, MALFORMED if kind == codecs.FAILED else None, kind, detail, where)
+        return None
+    return out
+
+
+def _batch_v2(data: bytes, pos: int, end: int, base_offset: int, rc: RecordContext) -> dict[str, Any]:
+    (
+        _,
+        length,
+        leader_epoch,
+        magic,
+        crc,
+        attributes,
+        last_delta,
+        base_ts,
+        max_ts,
+        producer_id,
+        producer_epoch,
+        base_seq,
+        count,
+    ) = _V2.unpack_from(data, pos)
+    crc_ok = crc32c.crc32c(memoryview(data)[pos + 21 : end]) == crc
+    codec = attributes & 7
+    log_append = bool(attributes & 8)
+    control = bool(attributes & 32)
+    b: dict[str, Any] = {
+        "base_offset": base_offset,
+        "batch_length": length,
+        "partition_leader_epoch": leader_epoch,
+        "magic": magic,
+        "crc": crc,
+        "crc_ok": crc_ok,
+        "attributes": attributes,
+        "compression": CODECS.get(codec, str(codec)),
+        "timestamp_type": "LogAppendTime" if log_append else "CreateTime",
+        "is_transactional": bool(attributes & 16),
+        "is_control": control,
+        "has_delete_horizon": bool(attributes & 64),
+        "last_offset_delta": last_delta,
+        "base_timestamp": base_ts,
+        "max_timestamp": max_ts,
+        "producer_id": producer_id,
+        "producer_epoch": producer_epoch,
+        "base_sequence": base_seq,
+        "records_count": count,
+        "record_count": 0,
+    }
+    stats = rc.stats
+    _count(stats, "batches")
+    if crc_ok:
+        _count(stats, "crc_ok")
+    else:
+        _count(stats, "crc_bad")
+        _problem(
+            rc,
+            BAD_CHECKSUM,
+            "bad_checksum",
+            f"record batch at offset {base_offset}: CRC-32C {crc:#010x} stored, "
+            f"{crc32c.crc32c(memoryview(data)[pos + 21 : end]):#010x} computed",
+            pos + 17,
+        )
+    if count < 0:
+        _problem(rc, MALFORMED, "malformed", f"record batch declares {count} records", pos + 57)
+        return b
+    start = pos + V2_OVERHEAD
+    if codec:
+        rb = _decompress(codec, data[start:end], rc, False, start)
+        if rb is None:
+            return b
+        p, rend = 0, len(rb)
+        rel = start  # offsets inside the decompressed stream are not frame offsets
+    else:
+        rb, p, rend, rel = data, start, end, 0
+    if count > rend - p:  # every record takes at least one byte
+        _problem(rc, MALFORMED, "malformed", f"batch declares {count} records in {rend - p} bytes", pos + 57)
+        return b
+    ts_fixed = max_ts if log_append else None
+    compression = b["compression"]
+    direction, topic, partition = rc.direction, rc.topic, rc.partition
+    msgs = rc.frame.messages
+    emit = rc.emit
+    controls: list[dict[str, Any]] = []
+    # One detail dict shared by every record of the batch: the producer state an
+    # idempotence or transaction problem is read from.
+    detail = {
+        "batch_base_offset": base_offset,
+        "producer_id": producer_id,
+        "producer_epoch": producer_epoch,
+        "base_sequence": base_seq,
+        "transactional": b["is_transactional"],
+        "magic": 2,
+    }
+    n = 0
+    try:
+        for _ in range(count):
+            # Varints inline when they fit in one byte (almost always): this loop runs per record.
+            x = rb[p]
+            if x < 0x80:
+                length = (x >> 1) ^ -(x & 1)
+                p += 1
+            else:
+                length, p = _varint(rb, p)
+            rec_end = p + length
+            if length < 5 or rec_end > rend:
+                raise BadRecord(f"record {n} declares length {length}", p)
+            x = rb[p + 1]  # after the unused record attributes byte
+            if x < 0x80:
+                ts_delta = (x >> 1) ^ -(x & 1)
+                p += 2
+            else:
+                ts_delta, p = _varint(rb, p + 1)
+            x = rb[p]
+            if x < 0x80:
+                off_delta = (x >> 1) ^ -(x & 1)
+                p += 1
+            else:
+                off_delta, p = _varint(rb, p)
+            x = rb[p]
+            if x < 0x80:
+                klen = (x >> 1) ^ -(x & 1)
+                p += 1
+            else:
+                klen, p = _varint(rb, p)
+            if klen >= 0:
+                key = rb[p : p + klen]
+                p += klen
+            else:
+                key = None
+            x = rb[p]
+            if x < 0x80:
+                vlen = (x >> 1) ^ -(x & 1)
+                p += 1
+            else:
+                vlen, p = _varint(rb, p)
+            if vlen >= 0:
+                value = rb[p : p + vlen]
+                p += vlen
+            else:
+                value = None
+            x = rb[p]
+            if x < 0x80:
+                hcount = (x >> 1) ^ -(x & 1)
+                p += 1
+            else:
+                hcount, p = _varint(rb, p)
+            headers = None
+            if hcount:
+                if hcount < 0 or hcount > rec_end - p:
+                    raise BadRecord(f"record {n} declares {hcount} headers", p)
+                headers = []
+                for _h in range(hcount):
+                    hk, p = _varint(rb, p)
+                    if hk < 0:
+                        raise BadRecord(f"record {n}: header key length {hk}", p)
+                    hkey = rb[p : p + hk].decode("utf-8", "replace")
+                    p += hk
+                    hv, p = _varint(rb, p)
+                    if hv >= 0:
+                        headers.append((hkey, rb[p : p + hv]))
+                        p += hv
+                    else:
+                        headers.append((hkey, None))
+            if p != rec_end:
+                raise BadRecord(f"record {n} ends at {p}, declared end {rec_end}", p)
+            n += 1
+            if control:
+                controls.append(_control(key, value))
+                continue
+            if emit:
+                msgs.append(
+                    Message(
+                        direction,
+                        vlen if vlen > 0 else 0,
+                        topic,
+                        partition,
+                        base_offset + off_delta,
+                        None,
+                        key,
+                        value,
+                        ts_fixed if ts_fixed is not None else base_ts + ts_delta,
+                        headers,
+                        compression,
+                        crc_ok,
+                        detail,
+                    )
+                )
+    except BadRecord as e:
+        b["record_count"] = n
+        _problem(rc, MALFORMED, "malformed", f"batch at offset {base_offset}: {e}", rel + e.offset)
+        return b
+    except IndexError:
+        b["record_count"] = n
+        _problem(
+            rc,
+            MALFORMED,
+            "malformed",
+            f"batch at offset {base_offset}: record {n} runs past the batch",
+            rel + p,
+        )
+        return b
+    b["record_count"] = n if not control else 0
+    if controls:
+        b["control_records"] = controls
+    if p != rend:
+        _problem(
+            rc,
+            MALFORMED,
+            "malformed",
+            f"batch at offset {base_offset}: {rend - p} bytes after the last record",
+            rel + p,
+        )
+    _count(stats, "records", b["record_count"])
+    return b
+
+
+def _control(key: bytes | None, value: bytes | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if key is not None and len(key) >= 4:
+        version, ctype = _CTRL.unpack_from(key, 0)
+        out["version"] = version
+        out["type"] = CONTROL_TYPES.get(ctype, f"UNKNOWN_{ctype}")
+        if ctype in (0, 1) and value is not None and len(value) >= 6:
+            mversion, epoch = _MARKER.unpack_from(value, 0)
+            out["marker_version"] = mversion
+            out["coordinator_epoch"] = epoch
+        elif value is not None:
+            decoded = decode_control_value(ctype, value)
+            if decoded is not None:
+                out["value_decoded"] = decoded
+            else:
+                out["value"] = value
+    else:
+        out["key"] = key
+    return out
+
+
+def _legacy(
+    data: bytes,
+    pos: int,
+    end: int,
+    offset: int,
+    magic: int,
+    rc: RecordContext,
+    depth: int,
+    inner_of: list[Message] | None,
+) -> dict[str, Any]:
+    """One legacy message at data[pos:end]; a compressed wrapper recurses into its inner set."""
+    crc, _, attributes = _LEGACY.unpack_from(data, pos + 12)
+    crc_ok = (zlib.crc32(memoryview(data)[pos + 16 : end]) & 0xFFFFFFFF) == crc
+    codec = attributes & 7
+    log_append = bool(attributes & 8) and magic == 1
+    m: dict[str, Any] = {
+        "offset": offset,
+        "message_size": end - pos - 12,
+        "crc": crc,
+        "crc_ok": crc_ok,
+        "magic": magic,
+        "attributes": attributes,
+        "compression": CODECS.get(codec, str(codec)),
+        "record_count": 0,
+    }
+    stats = rc.stats
+    _count(stats, "messages")
+    if crc_ok:
+        _count(stats, "crc_ok")
+    else:
+        _count(stats, "crc_bad")
+        computed = zlib.crc32(memoryview(data)[pos + 16 : end]) & 0xFFFFFFFF
+        _problem(
+            rc,
+            BAD_CHECKSUM,
+            "bad_checksum",
+            f"message at offset {offset}: CRC-32 {crc:#010x} stored, {computed:#010x} computed",
+            pos + 12,
+        )
+    p = pos + 18
+    ts: int | None = None
+    try:
+        if magic == 1:
+            (ts,) = _I64.unpack_from(data, p)
+            p += 8
+            m["timestamp"] = ts
+            m["timestamp_type"] = "LogAppendTime" if log_append else "CreateTime"
+        (klen,) = _I32.unpack_from(data, p)
+        p += 4
+        if klen > end - p:
+            raise BadRecord(f"key length {klen}", p - 4)
+        key = None if klen < 0 else data[p : p + klen]
+        p += max(klen, 0)
+        (vlen,) = _I32.unpack_from(data, p)
+        p += 4
+        if vlen > end - p:
+            raise BadRecord(f"value length {vlen}", p - 4)
+        value = None if vlen < 0 else data[p : p + vlen]
+        p += max(vlen, 0)
+    except (struct.error, BadRecord) as e:
+        off = e.offset if isinstance(e, BadRecord) else p
+        _problem(rc, MALFORMED, "malformed", f"message at offset {offset}: {e}", off)
+        return m
+    if p != end:
+        _problem(
+            rc, MALFORMED, "malformed", f"message at offset {offset}: {end - p} bytes after the value", p
+        )
+    if codec == 0:
+        m["record_count"] = 1
+        _count(stats, "records")
+        if rc.emit:
+            msg = Message(
+                rc.direction,
+                vlen if vlen > 0 else 0,
+                rc.topic,
+                rc.partition,
+                offset,
+                None,
+                key,
+                value,
+                ts if ts is not None and ts >= 0 else None,
+                None,
+                None,
+                crc_ok,
+            )
+            (inner_of if inner_of is not None else rc.frame.messages).append(msg)
+        return m
+    # A compressed wrapper: the value holds an inner message set.
+    if depth >= 1 or inner_of is not None:
+        _problem(
+            rc,
+            MALFORMED,
+            "malformed",
+            f"message at offset {offset}: compressed message inside a compressed message",
+            pos + 17,
+        )
+        return m
+    if value is None:
+        _problem(rc, MALFORMED, "malformed", f"compressed message at offset {offset} has no value", p)
+        return m
+    inner = _decompress(codec, value, rc, magic == 0, p - len(value))
+    if inner is None:
+        return m
+    inner_msgs: list[Message] = []
+    saved = rc.base
+    inner_entries = []
+    ipos, n = 0, len(inner)
+    # Offsets inside the decompressed data are not frame offsets: report them at the wrapper.
+    rc.base = saved + pos
+    try:
+        while ipos < n:
+            if n - ipos < 12 + LEGACY_MIN:
+                _problem(
+                    rc,
+                    MALFORMED,
+                    "malformed",
+                    f"wrapper at offset {offset}: inner set ends with {n - ipos} stray bytes",
+                    0,
+                )
+                break
+            ioff, isize = _HEAD.unpack_from(inner, ipos)
+            iend = ipos + 12 + isize
+            imagic = inner[ipos + 16]
+            if isize < LEGACY_MIN or iend > n or imagic not in (0, 1):
+                _problem(
+                    rc,
+                    MALFORMED,
+                    "malformed",
+                    f"wrapper at offset {offset}: bad inner message at byte {ipos}",
+                    0,
+                )
+                break
+            inner_entries.append(_legacy(inner, ipos, iend, ioff, imagic, rc, depth + 1, inner_msgs))
+            ipos = iend
+    finally:
+        rc.base = saved
+    if magic == 1 and inner_msgs and offset != 0:
+        last = inner_msgs[-1].offset or 0
+        for im in inner_msgs:
+            im.offset = offset - last + (im.offset or 0)
+    compression = m["compression"]
+    for im in inner_msgs:
+        im.compression = compression
+        im.checksum_ok = bool(im.checksum_ok) and crc_ok
+        if log_append:
+            im.timestamp_ms = ts
+    if rc.emit:
+        rc.frame.messages.extend(inner_msgs)
+    m["inner_messages"] = len(inner_entries)
+    m["inner_crc_ok"] = all(e["crc_ok"] for e in inner_entries)
+    m["record_count"] = len(inner_msgs)
+    return m
