@@ -500,6 +500,7 @@ def test_lossy(tmp_path: Path, proto: str, name: str) -> None:
                     # but the cut frame (whose head still holds the id).
                     assert (f.length, f.correlation_id) == (b.length, b.correlation_id)
                     assert f.peer_packet is None or f.peer_packet in broken_at, (lost, f)
+                    assert f.status == "ok", (lost, f.type, f.status, [a.detail for a in f.anomalies])
                 else:
                     assert key(f) == key(b), (lost, d)
                     assert f.peer_packet == (None if b.peer_packet is None else shift(b.peer_packet)), (
