@@ -173,6 +173,7 @@ def _decompress(codec: int, payload: bytes, rc: RecordContext, legacy_lz4: bool,
 _ZZ = tuple((x >> 1) ^ -(x & 1) for x in range(128))
 """Zig-zag value of each one-byte varint: one index instead of four operations per field."""
 _crc32c = crc32c.crc32c
+_CODEC_NAMES = tuple(CODECS.get(c, str(c)) for c in range(8))
 SLICE_BELOW = 4096
 """CRC a copy of batches smaller than this (cheaper than a memoryview), a view of larger ones."""
 
@@ -200,7 +201,7 @@ def _batch_v2(data: bytes, pos: int, end: int, base_offset: int, rc: RecordConte
     log_append = bool(attributes & 8)
     control = bool(attributes & 32)
     transactional = bool(attributes & 16)
-    compression = CODECS.get(codec, str(codec))
+    compression = _CODEC_NAMES[codec]
     b: dict[str, Any] = {
         "base_offset": base_offset,
         "batch_length": length,
@@ -286,24 +287,30 @@ def _batch_v2(data: bytes, pos: int, end: int, base_offset: int, rc: RecordConte
             rec_end = p + length
             if length < 5 or rec_end > rend:
                 raise BadRecord(f"record {n} declares length {length}", p)
-            x = rb[p + 1]  # after the unused record attributes byte
-            if x < 0x80:
-                ts_delta = zz[x]
-                p += 2
+            # After the unused attributes byte: timestamp delta, offset delta, key length. The
+            # record holds at least 5 bytes, so these three are inside it.
+            t, o, x = rb[p + 1], rb[p + 2], rb[p + 3]
+            if t < 0x80 and o < 0x80 and x < 0x80:
+                ts_delta, off_delta, klen = zz[t], zz[o], zz[x]
+                p += 4
             else:
-                ts_delta, p = _varint(rb, p + 1)
-            x = rb[p]
-            if x < 0x80:
-                off_delta = zz[x]
-                p += 1
-            else:
-                off_delta, p = _varint(rb, p)
-            x = rb[p]
-            if x < 0x80:
-                klen = zz[x]
-                p += 1
-            else:
-                klen, p = _varint(rb, p)
+                if t < 0x80:
+                    ts_delta = zz[t]
+                    p += 2
+                else:
+                    ts_delta, p = _varint(rb, p + 1)
+                x = rb[p]
+                if x < 0x80:
+                    off_delta = zz[x]
+                    p += 1
+                else:
+                    off_delta, p = _varint(rb, p)
+                x = rb[p]
+                if x < 0x80:
+                    klen = zz[x]
+                    p += 1
+                else:
+                    klen, p = _varint(rb, p)
             if klen >= 0:
                 key = rb[p : p + klen]
                 p += klen
