@@ -17,6 +17,7 @@ from wiredump.dissect.model import (
     CLIENT,
     EVENT,
     MALFORMED,
+    OK,
     REQUEST,
     RESPONSE,
     UNKNOWN_TYPE,
@@ -177,7 +178,17 @@ class TankSession(Session):
         return [f]
 
     def _pair(self, frame: Frame, key: Any) -> Frame | None:
-        return self.ctx.correlator.response(frame, key)
+        """The request to decode this response with (paired either way).
+
+        A request cut by a gap (or malformed) holds only part of what the response is laid
+        out by (e.g. the topics of a Produce): the response is then decoded as if unpaired
+        rather than against a partial list, which would misread it as malformed.
+        """
+        req = self.ctx.correlator.response(frame, key)
+        if req is not None and req.status != OK:
+            frame.fields["request_incomplete"] = req.status
+            return None
+        return req
 
     def _correlate(self, f: Frame, msg_id: int) -> None:
         """Register requests; responses already paired themselves while decoding."""
