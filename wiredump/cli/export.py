@@ -92,7 +92,8 @@ def export(
         ends = []
         tables = TableSet(out, fmt=fmt, values=values)
         try:
-            tables.add_events(_watch_ends(dissect(captures, options), ends))
+            with fewer_collections():
+                tables.add_events(_watch_ends(dissect(captures, options), ends))
         finally:
             counts = tables.close()
     typer.echo(", ".join(f"{n}: {c}" for n, c in counts.items()), err=True)
