@@ -8,6 +8,7 @@ table's rows instead, `-Y` keeps the frames a display filter matches.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -345,6 +346,9 @@ def timeline(
         mark_fields=mark_names(mark),
     )
     options = make_options(decode_as, keep_bytes=hex_)
+    # Lines show counts, not each message: skip per-message decoding unless the field tree
+    # or the filter looks at messages (a word test: at worst it keeps decoding on).
+    options.messages = verbose or bool(display_filter and re.search(r"\b(topic|messages)\b", display_filter))
     out = Out(color if fmt == "text" else False)
     show_progress = progress and not out.rich and Progress.wanted() and not sys.stdout.isatty()
     from wiredump.cli import parallel
