@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -463,6 +464,12 @@ def test_lossy(tmp_path: Path, proto: str, name: str) -> None:
     cap, base = original(proto, name)
     points = loss_points(cap, base)
     assert points
+    check_lossy(tmp_path, proto, name, points)
+
+
+def check_lossy(tmp_path: Path, proto: str, name: str, points: list[int]) -> None:
+    """Each packet of `points` lost on its own: one gap, at most one cut frame, the rest as before."""
+    cap, base = original(proto, name)
     for lost in points:
         recs = V.drop(cap.recs, {lost})
         var = decode(V.write(cap, recs, tmp_path / f"lost{lost}.pcap"))
@@ -540,3 +547,27 @@ def test_answer_to_a_request_cut_by_a_gap_is_not_malformed(tmp_path: Path) -> No
     assert (got.status, got.length, got.peer_packet) == ("ok", want.length, cut.packet)
     assert got.fields.get("request_incomplete") == "truncated"
     assert "malformed" not in var.kinds() and var.kinds().count("gap") == 1
+
+
+@pytest.mark.skipif(
+    not os.environ.get("WIREDUMP_VARIANTS_EXHAUSTIVE"),
+    reason="set WIREDUMP_VARIANTS_EXHAUSTIVE=1 to lose every packet and cut at every packet (~7 min)",
+)
+@pytest.mark.parametrize(("proto", "name"), ALL, ids=IDS)
+def test_every_loss_and_every_cut(tmp_path: Path, proto: str, name: str) -> None:
+    """The lossy and mid-stream checks at every place of the capture, not just two."""
+    cap, base = original(proto, name)
+    failures = []
+    points = V.losable(cap.recs)
+    step = 1 if len(cap.recs) < 2000 else len(cap.recs) // 200
+    for lost in points:
+        try:
+            check_lossy(tmp_path, proto, name, [lost])
+        except AssertionError as e:
+            failures.append(("lost", lost, str(e).splitlines()[0][:200]))
+    for cut in range(1, len(cap.recs) - 1, step):
+        try:
+            check_mid_stream(tmp_path, proto, name, cut)
+        except AssertionError as e:
+            failures.append(("cut", cut, str(e).splitlines()[0][:200]))
+    assert failures == []
