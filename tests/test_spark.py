@@ -165,12 +165,12 @@ def test_report_numbers_equal_pandas_on_the_local_tables(
     messages = pq.read_table(local / "messages.parquet").to_pandas()  # type: ignore[operator]
     anomalies = pq.read_table(local / "anomalies.parquet").to_pandas()  # type: ignore[operator]
 
-    # Reports over the Spark-written layout; the local layout must give the same numbers.
+    # Reports over the Spark-written layout; the local layout gives the same numbers (a few
+    # reports, to keep the Spark jobs few).
     results = run_reports(spark, str(exports["spark"]), top=5)
-    again = run_reports(spark, str(local), top=5)
-    for name, table in results.items():
-        if name not in ("unanswered",):  # request_ts identical; row order too
-            assert table.to_pylist() == again[name].to_pylist(), name
+    again = run_reports(spark, str(local), top=5, names=("latency", "errors", "topics_by_bytes"))
+    for name, table in again.items():
+        assert table.to_pylist() == results[name].to_pylist(), name
 
     # latency
     lat = {(r["protocol"], r["type"]): r for r in results["latency"].to_pylist()}
