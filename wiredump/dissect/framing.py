@@ -17,6 +17,7 @@ from wiredump.dissect.model import (
     CLIENT,
     MALFORMED,
     OK,
+    SERVER,
     TRUNCATED,
     Anomaly,
     Exchange,
@@ -37,6 +38,9 @@ MAX_HEADER_WAIT = 64 * 1024
 """A session that cannot size a frame after this many bytes is looking at garbage."""
 COMPACT_AT = 256 * 1024
 RESYNC_STEP = 16 * 1024
+EAGER_RESYNC = 4096
+"""Up to this many bytes, a resynchronising direction is scanned again whenever the other side
+speaks (cheap, and keeps answers behind their requests); beyond it, the doubling rule."""
 
 _FRAMING, _RESYNC, _DEAD = 0, 1, 2
 
@@ -99,6 +103,12 @@ class ConnectionFramer:
     def feed(self, role: str, data: bytes, packet: int, ts_us: int) -> None:
         d = self._dirs[role]
         self._last_packet = packet
+        o = self._dirs[SERVER if role == CLIENT else CLIENT]
+        if o.mode == _RESYNC and o.scanned and o.scanned < len(o.buf) - o.pos <= EAGER_RESYNC:
+            # The other side is resynchronising and has bytes not yet scanned: scan them now,
+            # so that a request found there is decoded before this side's answer to it.
+            if self._try_resync(o):
+                self._run(o)
         if d.mode == _DEAD:
             d.dead_bytes += len(data)
             return
