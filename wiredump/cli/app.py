@@ -98,9 +98,10 @@ def arrow_without_pandas() -> None:
     and ~80 MB of peak memory per run. Hiding pandas for that first call makes
     pyarrow remember, for this process, that there is no pandas to check against.
     """
+    import pyarrow as pa
+
     if "pandas" in sys.modules:
         return
-    import pyarrow as pa
 
     hook = _NoPandas()
     sys.meta_path.insert(0, hook)

@@ -25,7 +25,9 @@ import pyarrow.parquet as pq
 from wiredump.dissect.pipeline import CAPTURE_END, CaptureEnd, Options, dissect
 from wiredump.dissect.tables import PARQUET_OPTIONS, SCHEMAS, TABLES, TableWriter
 
-MERGE_BATCH = 32768
+MERGE_BATCH = 4096
+OUT_ROWS = 16384
+"""Rows per row group of the merged tables (as a serial export writes them)."""
 PARALLEL_FROM_BYTES = 32 << 20
 """Below this much capture, starting a second process costs more than it saves (measured)."""
 
@@ -87,6 +89,8 @@ def _merge(table: str, parts: Sequence[Path], writer: _Sink, captures: pa.Array)
     bufs: list[pa.Table | None] = [None] * len(iters)
     done = [False] * len(iters)
     written = 0
+    out: list[pa.Table] = []  # merged rows not yet written: written in row groups of OUT_ROWS
+    pending = 0
 
     def refill(i: int) -> None:
         while not done[i] and (bufs[i] is None or bufs[i].num_rows == 0):
@@ -125,10 +129,16 @@ def _merge(table: str, parts: Sequence[Path], writer: _Sink, captures: pa.Array)
             t = pa.concat_tables(taken)
             order = pc.sort_indices(t, sort_keys=[("__k", "ascending"), ("__p", "ascending")])
             t = t.take(order).drop_columns(["__k", "__p"])
-            writer.write_table(t)
+            out.append(t)
+            pending += t.num_rows
             written += t.num_rows
+            if pending >= OUT_ROWS:
+                writer.write_table(pa.concat_tables(out).combine_chunks())
+                out, pending = [], 0
         for i in range(len(iters)):
             refill(i)
+    if out:
+        writer.write_table(pa.concat_tables(out).combine_chunks())
     return written
 
 

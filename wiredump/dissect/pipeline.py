@@ -45,7 +45,7 @@ class Options:
     """Decode every application message. Sinks that need only frames (the plain timeline)
     turn it off; decoders may then count messages from their headers instead of decoding
     each one (checksums are still verified)."""
-    hold_frames: int = 20000
+    hold_frames: int = 4096
     hold_us: int = 120_000_000
     limits: Limits | None = None
     shard: tuple[int, int] | None = None
