@@ -83,6 +83,24 @@ class Record:
     orig_len: int  # length on the wire (> len(data) when the snap length cut it)
 
 
+def _refill(buf: bytes, pos: int, need: int, chunks: Iterator[bytes]) -> bytes:
+    """The unread tail `buf[pos:]` followed by chunks until it holds `need` bytes or the input ends.
+
+    The consumed part of `buf` is let go before the next chunk is read, so at most one
+    record plus one chunk is in memory.
+    """
+    parts = [buf[pos:]]
+    del buf
+    have = len(parts[0])
+    while have < need:
+        b = next(chunks, b"")
+        if not b:
+            break
+        parts.append(b)
+        have += len(b)
+    return b"".join(parts)
+
+
 def _chunks_from_file(f: BinaryIO, first: bytes, interactive: bool, counter: list[int]) -> Iterator[bytes]:
     """Raw chunks: `first` (already read to sniff the magic), then the rest of the stream.
 
@@ -380,17 +398,8 @@ class CaptureReader:
                     self.truncated = f"record {number + 1} declares {incl} bytes, beyond any real packet: the file is corrupt"
                     return
                 need = hsize + incl
-            parts = [buf[pos:]]
-            buf = b""  # let the consumed chunk go before the next one arrives
-            have = n - pos
-            while have < need:
-                b = next(chunks, b"")
-                if not b:
-                    break
-                parts.append(b)
-                have += len(b)
-            buf = b"".join(parts)
-            n = len(buf)
+            buf = _refill(buf, pos, need, chunks)
+            have = n = len(buf)
             pos = 0
             if have < need:
                 if have == 0:
@@ -538,17 +547,8 @@ class CaptureReader:
                     self.truncated = f"corrupt pcapng block (length {blen}) after packet {number}"
                     return
                 need = blen
-            parts = [buf[pos:]]
-            buf = b""  # let the consumed chunk go before the next one arrives
-            have = n - pos
-            while have < need:
-                b = next(chunks, b"")
-                if not b:
-                    break
-                parts.append(b)
-                have += len(b)
-            buf = b"".join(parts)
-            n = len(buf)
+            buf = _refill(buf, pos, need, chunks)
+            have = n = len(buf)
             pos = 0
             if have < need:
                 if have == 0:
