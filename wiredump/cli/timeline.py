@@ -318,8 +318,8 @@ def timeline(
         typer.Option(
             "--workers",
             help="Processes that decode for a plain or JSON-lines timeline into a pipe or file "
-            "(connections are split between them, lines merged by packet); 0 = automatic (2 for "
-            "captures over 32 MB), 1 = no extra process. E.g. --workers 2.",
+            "(connections are split between them by stream number, lines merged by packet); "
+            "0 or 1 (default) = one process. Pays off with many comparable connections. E.g. --workers 2.",
         ),
     ] = 0,
     color: Color = None,
