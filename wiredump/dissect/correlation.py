@@ -85,7 +85,7 @@ class Correlator:
             resp.latency_us = resp.ts_us - req.ts_us
 
     # -- what the engine calls -----------------------------------------------------------
-    def drain(self, stream: int) -> list[Exchange]:
+    def drain(self) -> list[Exchange]:
         """Exchanges completed since the last call, as table rows."""
         out = []
         for status, req, resp in self._done:
@@ -104,7 +104,7 @@ class Correlator:
                 self._done.append((UNANSWERED, req, None))
         self._pending.clear()
         self._count = 0
-        return self.drain(self.stream)
+        return self.drain()
 
     def _evict_oldest(self) -> None:
         key, q = next(iter(self._pending.items()))

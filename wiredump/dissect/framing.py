@@ -150,7 +150,7 @@ class ConnectionFramer:
         for d in self._dirs.values():
             self._flush_partial(d, self._last_packet)
         for f in self._call_close():
-            self._emit(f, self._dirs[f.role] if f.role in self._dirs else self._dirs[CLIENT], None)
+            self._emit(f)
         for ex in self.ctx.correlator.close():
             self.out.exchange(ex)
 
@@ -264,11 +264,11 @@ class ConnectionFramer:
                 f.anomalies.append(Anomaly("truncated", f"frame cut after {len(data)} bytes", len(data)))
             if self.keep_bytes and f.data is None:
                 f.data = data
-            self._emit(f, d, None)
-        for ex in self.ctx.correlator.drain(self.ctx.stream):
+            self._emit(f)
+        for ex in self.ctx.correlator.drain():
             self.out.exchange(ex)
 
-    def _emit(self, f: Frame, d: _Direction, _unused: object) -> None:
+    def _emit(self, f: Frame) -> None:
         ctx = self.ctx
         f.stream = ctx.stream
         if f.role == CLIENT:
