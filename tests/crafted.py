@@ -231,3 +231,46 @@ def gzip_file(src: str | Path, dst: str | Path | None = None) -> Path:
     with open(src, "rb") as fi, gzip.open(dst, "wb") as fo:
         shutil.copyfileobj(fi, fo)
     return dst
+
+
+class Conn:
+    """Packets of one loopback TCP connection, handshake first so roles come from the SYN.
+
+    `client(data)` / `server(data)` append a data packet (1 ms apart from `t0`) to `recs`
+    and return its 1-based packet number.
+    """
+
+    def __init__(
+        self,
+        recs: list[Rec],
+        sport: int,
+        dport: int,
+        host: str = "127.0.0.1",
+        t0: int = 1_700_000_000_000_000,
+    ) -> None:
+        self.recs, self.sport, self.dport, self.host, self.t0 = recs, sport, dport, host, t0
+        self.cseq, self.sseq = 1000, 5000
+        self._add("S", client=True)
+        self.cseq += 1
+        self._add("SA", client=False)
+        self.sseq += 1
+        self._add("A", client=True)
+
+    def _add(self, flags: str, client: bool, payload: bytes = b"") -> None:
+        ts = self.t0 + len(self.recs) * 1000
+        h = self.host
+        if client:
+            pkt = tcp(h, h, self.sport, self.dport, self.cseq, self.sseq, flags, payload)
+        else:
+            pkt = tcp(h, h, self.dport, self.sport, self.sseq, self.cseq, flags, payload)
+        self.recs.append(Rec(link(ETHERNET, pkt), ts_us=ts))
+
+    def client(self, data: bytes) -> int:
+        self._add("PA", True, data)
+        self.cseq += len(data)
+        return len(self.recs)
+
+    def server(self, data: bytes) -> int:
+        self._add("PA", False, data)
+        self.sseq += len(data)
+        return len(self.recs)

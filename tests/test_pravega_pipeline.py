@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from crafted import Rec, link, tcp, write_pcap
+from crafted import Conn, Rec, write_pcap
 from test_pravega_crafted import (
     HELLO_C,
     HELLO_S,
@@ -35,40 +35,7 @@ from test_pravega_crafted import (
 
 from wiredump.dissect.pipeline import Options, dissect
 
-HOST = "127.0.0.1"
-T0 = 1_700_000_000_000_000
 PORT = 22345  # not 12345: the protocol is recognised by the client's HELLO
-
-
-class Conn:
-    """Packets of one TCP connection with a handshake, so roles come from the SYN."""
-
-    def __init__(self, recs: list[Rec], sport: int, dport: int) -> None:
-        self.recs, self.sport, self.dport = recs, sport, dport
-        self.cseq, self.sseq = 1000, 5000
-        self._add("S", client=True)
-        self.cseq += 1
-        self._add("SA", client=False)
-        self.sseq += 1
-        self._add("A", client=True)
-
-    def _add(self, flags: str, client: bool, payload: bytes = b"") -> None:
-        ts = T0 + len(self.recs) * 1000
-        if client:
-            pkt = tcp(HOST, HOST, self.sport, self.dport, self.cseq, self.sseq, flags, payload)
-        else:
-            pkt = tcp(HOST, HOST, self.dport, self.sport, self.sseq, self.cseq, flags, payload)
-        self.recs.append(Rec(link(1, pkt), ts_us=ts))
-
-    def client(self, data: bytes) -> int:
-        self._add("PA", True, data)
-        self.cseq += len(data)
-        return len(self.recs)
-
-    def server(self, data: bytes) -> int:
-        self._add("PA", False, data)
-        self.sseq += len(data)
-        return len(self.recs)
 
 
 def test_java_like_writer_and_reader(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crafted import Rec, link, tcp, write_pcap
+from crafted import Conn, Rec, write_pcap
 from test_tank_crafted import (
     PING,
     M,
@@ -26,40 +26,6 @@ from test_tank_crafted import (
 )
 
 from wiredump.dissect.pipeline import Options, dissect
-
-CLI = "127.0.0.1"
-T0 = 1_700_000_000_000_000
-
-
-class Conn:
-    """Packets of one TCP connection with a handshake, so roles come from the SYN."""
-
-    def __init__(self, recs: list[Rec], sport: int, dport: int) -> None:
-        self.recs, self.sport, self.dport = recs, sport, dport
-        self.cseq, self.sseq = 1000, 5000
-        self._add("S", client=True)
-        self.cseq += 1
-        self._add("SA", client=False)
-        self.sseq += 1
-        self._add("A", client=True)
-
-    def _add(self, flags: str, client: bool, payload: bytes = b"") -> None:
-        ts = T0 + len(self.recs) * 1000
-        if client:
-            pkt = tcp(CLI, CLI, self.sport, self.dport, self.cseq, self.sseq, flags, payload)
-        else:
-            pkt = tcp(CLI, CLI, self.dport, self.sport, self.sseq, self.cseq, flags, payload)
-        self.recs.append(Rec(link(1, pkt), ts_us=ts))
-
-    def client(self, data: bytes) -> int:
-        self._add("PA", True, data)
-        self.cseq += len(data)
-        return len(self.recs)
-
-    def server(self, data: bytes) -> int:
-        self._add("PA", False, data)
-        self.sseq += len(data)
-        return len(self.recs)
 
 
 def test_mirroring_between_two_brokers(tmp_path: Path) -> None:
