@@ -12,7 +12,6 @@ independent decode found no problem).
 
 from __future__ import annotations
 
-import csv
 import json
 import uuid
 from collections import Counter
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from wiredump.dissect.pipeline import Options, dissect
+from tests.conftest import dissect_lists, tsv_rows
 
 PRAVEGA = "pravega"
 NAMES = [
@@ -31,23 +30,6 @@ NAMES = [
     "p08-large-events",
 ]
 LONG_MIN = -(2**63)
-
-
-def _run(path: Path) -> tuple[list, list, list]:
-    frames, anomalies, exchanges = [], [], []
-    for ev in dissect([str(path)], Options()):
-        if ev.kind == "frame" and ev.obj.protocol == PRAVEGA:
-            frames.append(ev.obj)
-        elif ev.kind == "anomaly":
-            anomalies.append(ev.obj)
-        elif ev.kind == "exchange":
-            exchanges.append(ev.obj)
-    return frames, anomalies, exchanges
-
-
-def _rows(path: Path) -> list[dict[str, str]]:
-    with path.open() as fh:
-        return list(csv.DictReader(fh, delimiter="\t"))
 
 
 def _opt(v: str) -> int | None:
@@ -61,8 +43,8 @@ def _role(r: dict[str, str]) -> str:
 @pytest.fixture(scope="module", params=NAMES)
 def decoded(request: pytest.FixtureRequest, captures: Path):
     base = captures / "pravega" / request.param
-    frames, anomalies, exchanges = _run(base.with_suffix(".pcap"))
-    rows = _rows(base.with_suffix(".frames.tsv"))
+    frames, anomalies, exchanges = dissect_lists(base.with_suffix(".pcap"), PRAVEGA)
+    rows = tsv_rows(base.with_suffix(".frames.tsv"))
     summary = json.loads(base.with_suffix(".summary.json").read_text())
     return frames, anomalies, exchanges, rows, summary
 

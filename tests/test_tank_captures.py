@@ -9,34 +9,16 @@ totals, and no anomaly at all (the independent decode found nothing bad).
 
 from __future__ import annotations
 
-import csv
 import json
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from wiredump.dissect.pipeline import Options, dissect
+from tests.conftest import dissect_lists, tsv_rows
 
 TANK = "tank"
 NAMES = ["t01-basic", "t02-bundles", "t03-compressed", "t04-keys", "t06-boundary-and-tail", "t07-errors"]
-
-
-def _run(path: Path) -> tuple[list, list, list]:
-    frames, anomalies, exchanges = [], [], []
-    for ev in dissect([str(path)], Options()):
-        if ev.kind == "frame":
-            frames.append(ev.obj)
-        elif ev.kind == "anomaly":
-            anomalies.append(ev.obj)
-        elif ev.kind == "exchange":
-            exchanges.append(ev.obj)
-    return frames, anomalies, exchanges
-
-
-def _rows(path: Path) -> list[dict[str, str]]:
-    with path.open() as fh:
-        return list(csv.DictReader(fh, delimiter="\t"))
 
 
 def _opt(v: str) -> int | None:
@@ -46,8 +28,8 @@ def _opt(v: str) -> int | None:
 @pytest.fixture(scope="module", params=NAMES)
 def decoded(request: pytest.FixtureRequest, captures: Path):
     base = captures / "tank" / request.param
-    frames, anomalies, exchanges = _run(base.with_suffix(".pcap"))
-    rows = _rows(base.with_suffix(".pdus.tsv"))
+    frames, anomalies, exchanges = dissect_lists(base.with_suffix(".pcap"))
+    rows = tsv_rows(base.with_suffix(".pdus.tsv"))
     summary = json.loads(base.with_suffix(".summary.json").read_text())
     return frames, anomalies, exchanges, rows, summary
 
@@ -159,7 +141,7 @@ def test_long_poll_consume_paired_with_its_latency(captures: Path) -> None:
     """t06: a tail Consume (seq 2^64-1, max wait 2^32-1 ms) sent at packet 64 is answered at
     packet 75 once another connection produced; tshark's frame.time_relative gives 0.012557 s
     and 2.014250 s, i.e. 2,001,693 µs."""
-    frames, _, exchanges = _run(captures / "tank" / "t06-boundary-and-tail.pcap")
+    frames, _, exchanges = dissect_lists(captures / "tank" / "t06-boundary-and-tail.pcap")
     by_packet = {(f.packet, f.kind): f for f in frames}
     req, resp = by_packet[(64, "request")], by_packet[(75, "response")]
     assert req.type == resp.type == "Consume" and req.correlation_id == resp.correlation_id == 1
