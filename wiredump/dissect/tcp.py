@@ -57,8 +57,11 @@ class HalfStream:
     ooo_bytes: int = 0
     recent: list[tuple[int, bytes]] = field(default_factory=list)  # (stream offset, data)
     acked_raw: int | None = None  # highest ack the peer sent for this direction
+    acked_packet: int = 0  # the packet (and time) of the ACK that first covered bytes not seen yet
+    acked_ts_us: int = 0
     syn: bool = False
     fin: bool = False
+    fin_raw: int | None = None  # sequence number of this direction's FIN: its data ends there
     bytes: int = 0
 
 
@@ -177,6 +180,8 @@ class TcpReassembler:
                     half.next_raw = (seg.seq + 1) & _MASK
         if flags & ACK and other.next_raw is not None:
             if other.acked_raw is None or _delta(seg.ack, other.acked_raw) > 0:
+                if not self._unseen(other):
+                    other.acked_packet, other.acked_ts_us = packet, ts_us
                 other.acked_raw = seg.ack
         if conn.finished:
             return
@@ -187,7 +192,7 @@ class TcpReassembler:
         # The peer's bytes this packet acknowledges were received before it was sent: a hole
         # it reveals is dealt with before this packet's own data goes up, so that a request
         # held behind a missing segment is decoded before the response that acknowledges it.
-        if other.ooo and other.acked_raw is not None and _delta(other.acked_raw, other.next_raw) > 0:  # type: ignore[arg-type]
+        if other.acked_raw is not None and self._hole_open(other):
             self._await_hole(conn, other)
         payload = seg.payload
         if payload or seg.missing:
@@ -212,6 +217,14 @@ class TcpReassembler:
             self._finish(conn)
         elif flags & FIN:
             half.fin = True
+            if half.fin_raw is None:
+                half.fin_raw = (seg.seq + len(payload)) & _MASK
+                if self._unseen(half) and conn.hole is None:
+                    # The FIN's sequence number says bytes before it were sent that the capture lacks.
+                    half.acked_packet, half.acked_ts_us = packet, ts_us
+                    self._await_hole(conn, half)
+                    if not half.ooo:
+                        self._give_up(conn)  # nothing more of this direction is coming
             if half.ooo:
                 self._flush_ooo(conn, half, packet, ts_us)
             if conn.c2s.fin and conn.s2c.fin:
@@ -380,11 +393,26 @@ class TcpReassembler:
 
     # -- acknowledged holes ------------------------------------------------------------------
     @staticmethod
-    def _hole_open(half: HalfStream) -> bool:
-        """Segments wait behind a hole the receiver has acknowledged."""
-        return (
-            bool(half.ooo) and half.acked_raw is not None and _delta(half.acked_raw, half.next_raw) > 0  # type: ignore[arg-type]
-        )
+    def _unseen(half: HalfStream) -> int:
+        """Bytes of this direction the receiver acknowledged (or that precede its FIN) beyond what
+        the capture delivered: tshark's "ACKed unseen segment". 0 when there are none.
+
+        Once the FIN is known its sequence number is where the data ends (a later ACK also
+        counts the FIN itself, which is no data).
+        """
+        if half.next_raw is None:
+            return 0
+        end = half.fin_raw if half.fin_raw is not None else half.acked_raw
+        if end is None:
+            return 0
+        d = _delta(end, half.next_raw)
+        return d if d > 0 else 0
+
+    @classmethod
+    def _hole_open(cls, half: HalfStream) -> bool:
+        """The receiver acknowledged bytes of this direction that the capture has not delivered,
+        whether segments wait behind them or (a lost first segment, a lost last one) nothing does."""
+        return cls._unseen(half) > 0
 
     def _await_hole(self, conn: Connection, half: HalfStream) -> None:
         """Start waiting a few packets for the acknowledged bytes (one hole per connection)."""
@@ -405,7 +433,21 @@ class TcpReassembler:
                 conn.last_ts_us,
                 why="the receiver acknowledged bytes the capture lacks",
             )
+        if half is not None:
+            self._unseen_gap(conn, half)
         self._replay(conn)
+
+    def _unseen_gap(self, conn: Connection, half: HalfStream) -> None:
+        """Report acknowledged bytes that nothing captured follows (nothing is held behind them)
+        at the ACK (or FIN) that revealed them, as tshark flags "ACKed unseen segment"."""
+        n = self._unseen(half)
+        if n and not half.ooo:
+            why = "the receiver acknowledged bytes the capture lacks"
+            if half.fin_raw is not None and (
+                half.acked_raw is None or _delta(half.acked_raw, half.fin_raw) <= 0
+            ):
+                why = "the sender's FIN comes after bytes the capture lacks"
+            self._gap(conn, half, n, half.acked_packet or conn.last_packet, half.acked_ts_us, why)
 
     def _resume(self, conn: Connection) -> None:
         conn.hole = None
@@ -426,6 +468,7 @@ class TcpReassembler:
         for half in (conn.c2s, conn.s2c):
             if half.ooo:
                 self._flush_ooo(conn, half, conn.last_packet, conn.last_ts_us)
+            self._unseen_gap(conn, half)
             half.recent.clear()
         conn.finished = True
         self.listener.on_close(conn)
