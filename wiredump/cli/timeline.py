@@ -48,6 +48,7 @@ SHOWN_ANOMALIES = frozenset(
         "oversize_frame",
         "truncated_capture",
         "truncated_packet",
+        "bad_timestamp",
         "overlap_conflict",
         "undecodable",
         "midstream",

@@ -256,6 +256,13 @@ def dissect_capture(reader: CaptureReader, options: Options) -> Iterator[Event]:
                     cap.name,
                 )
             )
+        if rec.ts_note is not None and cap.owns(None):
+            # The reader gave the packet the capture's last good time; say so on the packet.
+            cap.ready.append(
+                Event(
+                    ANOMALY, Anomaly("bad_timestamp", rec.ts_note, packet=rec.number, stream=None), cap.name
+                )
+            )
         if seg is not None:
             tcp.segment(seg, rec.number, rec.ts_us)
         if cap.ready or cap.held:
