@@ -71,11 +71,12 @@ def plausible_client_id(buf: bytes | bytearray, pos: int, end: int) -> bool | No
 
 
 def _is_utf8_text(s: bytes) -> bool:
+    """UTF-8 text: printable characters and tabs (client ids are free text; some hold a tab)."""
     try:
         t = s.decode("utf-8")
     except UnicodeDecodeError:
         return False
-    return all(ch.isprintable() for ch in t)
+    return all(ch.isprintable() or ch == "\t" for ch in t)
 
 
 def known_request(api_key: int, version: int) -> bool:
@@ -192,6 +193,74 @@ def _newer_request(buf: bytes | bytearray, pos: int) -> bool:
     )
 
 
+RAW_BODY_SHOWN = 256
+"""Bytes of an undecodable response body kept in its fields (the answer to an unknown API)."""
+MAX_FRAMED_KEY = 1000
+MAX_FRAMED_VERSION = 200
+"""Bounds of the api key and version a request header may carry and still be taken as one
+when its body does not decode (Kafka's keys are below 100, versions below 20 today)."""
+
+
+def _framed_header(buf: bytes | bytearray, pos: int) -> int:
+    """Length of the plausible request header v1 at buf[pos] (size, key, version, correlation
+    id, text client id), or 0 when it is not one or is not all buffered."""
+    end = len(buf)
+    if end - pos < 14:
+        return 0
+    size, key, version, corr = _REQ_HEAD.unpack_from(buf, pos)
+    if not (10 <= size <= MAX_FRAME - 4 and 0 <= key < MAX_FRAMED_KEY and 0 <= version < MAX_FRAMED_VERSION):
+        return 0
+    if corr < 0:
+        return 0
+    (n,) = _I16.unpack_from(buf, pos + 12)
+    head = 14 + max(n, 0)
+    if n < -1 or n > MAX_CLIENT_ID or head > 4 + size or pos + head > end:
+        return 0
+    if n > 0 and not plausible_client_id(buf, pos + 12, pos + head):
+        return 0
+    return head
+
+
+def _framed_request(buf: bytes | bytearray, pos: int) -> int:
+    """A request whose framing is valid although its body is not what the tables expect.
+
+    Its header must be plausible (`_framed_header`), and the framing confirmed: the frame
+    ends exactly where the buffered bytes end (a client writes a request in one go), or
+    the next frame starts where it ends with a plausible request header. _WAIT while
+    neither can be told yet, unless a request that decodes whole starts inside the bytes
+    this one would cover: then this one is a chance match inside an earlier frame.
+    """
+    if not _framed_header(buf, pos):
+        return _WAIT if len(buf) - pos < 14 else _NO
+    (size,) = _I32.unpack_from(buf, pos)
+    nxt = pos + 4 + size
+    end = len(buf)
+    if nxt <= end and (_record_set(buf, pos + 4, nxt) or _batch_tail(buf, pos, nxt)):
+        return _NO  # the records field ending a Produce request: its size reads as a frame's
+    if nxt == end:
+        return _YES
+    if nxt > end:
+        return _NO if _whole_request_within(buf, pos + 1, min(end, pos + 1 + MAX_SCAN_AHEAD)) else _WAIT
+    if end - nxt < 14:
+        return _WAIT
+    return _YES if _framed_header(buf, nxt) else _NO
+
+
+MAX_SCAN_AHEAD = 64 * 1024
+
+
+def _whole_request_within(buf: bytes | bytearray, start: int, stop: int) -> bool:
+    """Does a request that decodes whole (known key and version) start in buf[start:stop]?"""
+    for at in range(start, stop - 13):
+        if plausible_request(buf, at, strict=True):
+            size, key, version = struct.unpack_from(">ihh", buf, at)
+            if at + 4 + size <= len(buf) and KafkaSession._request_fits(
+                bytes(buf[at : at + 4 + size]), key, version
+            ):
+                return True
+    return False
+
+
 class KafkaSession(Session):
     """One connection: framing state per direction, SASL/TLS state, layouts seen (for orphan responses)."""
 
@@ -205,7 +274,7 @@ class KafkaSession(Session):
         self._seen: OrderedDict[tuple[int, int], None] = OrderedDict()
         self.show_secrets = bool(ctx.options.get("show_secrets"))
         self.messages = bool(ctx.options.get("messages", True))
-        """False when no sink reads the records (the plain timeline): batches are counted, not read."""
+        """False when no sink reads the records (the plain timeline): records are checked, no messages made."""
         self._last_seen: tuple[int, int] | None = None
         self._synced = {"client": False, "server": False}
         self._raw_auth: bytes | None = None
@@ -247,15 +316,24 @@ class KafkaSession(Session):
         return size + 4
 
     def _request_start(self, buf: bytes | bytearray, pos: int) -> int:
-        """Is buf[pos:] the start of a request? A whole frame must decode; a partial one needs a text client id."""
+        """Is buf[pos:] the start of a request (the first bytes of the client's direction)?
+
+        A whole frame that decodes is one; so is a partial one with a text client id. A frame
+        whose body is not what the tables expect (an unknown API key, a version newer than
+        the specs, extra bytes, a count beyond the frame) is still a Kafka frame when its
+        framing is: see `_framed_request`. Its decoder then gives it the status that says
+        what is wrong with it, and its answer pairs with it.
+        """
         avail = len(buf) - pos
         if avail < 14:
             return _WAIT
         if not plausible_request(buf, pos, strict=True):
-            return _YES if _newer_request(buf, pos) else _NO
+            return _YES if _newer_request(buf, pos) else _framed_request(buf, pos)
         size, key, version = struct.unpack_from(">ihh", buf, pos)
         if avail >= size + 4:
-            return _YES if self._request_fits(bytes(buf[pos : pos + 4 + size]), key, version) else _NO
+            if self._request_fits(bytes(buf[pos : pos + 4 + size]), key, version):
+                return _YES
+            return _framed_request(buf, pos)
         if schema.request_header_version(key, version) >= 1:
             (n,) = _I16.unpack_from(buf, pos + 12)
             if n >= 1 and avail >= 14 + n and plausible_client_id(buf, pos + 12, pos + 14 + n):
@@ -407,10 +485,18 @@ class KafkaSession(Session):
         try:
             pos = _request_header(data, hv, header)
         except (Short, Bad) as e:
-            if complete:
-                f.flag(MALFORMED, "malformed", f"request header: {e}", e.offset)
-            correlator.request(f, corr, True)
-            return f
+            if name is not None and plan is not None:
+                if complete:
+                    f.flag(MALFORMED, "malformed", f"request header: {e}", e.offset)
+                correlator.request(f, corr, True)
+                return f
+            # An unknown key or version: its header version is a guess, so read what a
+            # header v1 holds (the client id) and let the status say what is unknown.
+            header.pop("client_id", None)
+            try:
+                _request_header(data, 1, header)
+            except (Short, Bad):
+                header.pop("client_id", None)
         if name is None:
             f.flag(UNKNOWN_TYPE, "unknown_type", f"unknown Kafka API key {api_key} (version {version})", 4)
             correlator.request(f, corr, True)
@@ -496,7 +582,18 @@ class KafkaSession(Session):
                 f.error_code, f.error = errors[0][1], schema.error_name(errors[0][1])
             return partial if not complete and isinstance(partial, dict) else None
         f.fields["body"] = body
-        if end != len(data):
+        if end != len(data) and kind == "request" and f.type_code == 18 and f.version <= 2:
+            # ApiVersions v0-v2 have an empty body. librdkafka writes an empty int32 array
+            # there, and brokers answer without reading it: the frame is fine, the bytes noted.
+            f.anomalies.append(
+                Anomaly(
+                    "trailing_bytes",
+                    f"{f.type} v{f.version} request: {len(data) - end} bytes after the (empty) body, "
+                    "which brokers ignore (librdkafka writes an empty int32 array here)",
+                    end,
+                )
+            )
+        elif end != len(data):
             f.flag(
                 MALFORMED,
                 "malformed",
@@ -534,8 +631,11 @@ class KafkaSession(Session):
             version = 0
             f.fields["header"]["body_version"] = 0
         elif req.status in (UNKNOWN_TYPE, UNSUPPORTED_VERSION):
+            what = f"API key {api_key}" if req.status == UNKNOWN_TYPE else f"{req.type} v{version}"
             f.flag(req.status, req.status, f"response to a request with {req.status.replace('_', ' ')}", None)
-            f.summary = f"response to {req.type} v{version}"
+            f.fields["body_length"] = len(data) - 8
+            f.fields["raw_body"] = data[8 : 8 + RAW_BODY_SHOWN]
+            f.summary = f"response to {what}, {len(data) - 8} body bytes not decoded"
             return f
         plan, hv = _response_layout((api_key, version))
         if plan is None:
