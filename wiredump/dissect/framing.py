@@ -47,7 +47,7 @@ EAGER_RESYNC = 4096
 """Up to this many bytes, a resynchronising direction is scanned again whenever the other side
 speaks (cheap, and keeps answers behind their requests); beyond it, the doubling rule."""
 MAX_INTERNAL_REPORTS = 64
-"""Internal errors of framing, resync and close reported one by one per connection; past this
+"""Internal errors of framing and resync reported one by one per connection; past this
 one more anomaly at the end counts the rest (a session that raises on every call would
 otherwise report once per segment). Errors in decode each belong to their frame."""
 
@@ -339,9 +339,8 @@ class ConnectionFramer:
         try:
             return self.session.close()
         except Exception as e:  # a session bug: reported; the frames it held are lost
-            self._count_internal(
-                internal.internal_error(e, "close", self.spec.name, "the end of the connection")
-            )
+            # Once per connection: reported even past MAX_INTERNAL_REPORTS.
+            self._report(internal.internal_error(e, "close", self.spec.name, "the end of the connection"))
             return []
 
     # -- bookkeeping -------------------------------------------------------------------------
