@@ -17,6 +17,7 @@ from typing import Any
 
 from wiredump.dissect.capture import CaptureReader, open_capture
 from wiredump.dissect.correlation import Correlator
+from wiredump.dissect.detection import EARLY_TRIES, HOLD_TOTAL, Decision, Detector, Held, other
 from wiredump.dissect.framing import ConnectionFramer
 from wiredump.dissect.limits import Limits
 from wiredump.dissect.model import Anomaly, ConnectionSummary, Exchange, Frame
@@ -96,32 +97,16 @@ class _Capture:
                     f"unknown protocol {proto!r} in decode-as (known: {', '.join(self.protocols)})"
                 )
             self.decode_as[port] = self.protocols[proto]
-        self.port_map: dict[int, ProtocolSpec] = {}
-        for spec in self.protocols.values():
-            for port in spec.ports:
-                self.port_map.setdefault(port, spec)
-        self.server_ports = frozenset(self.port_map) | frozenset(self.decode_as)
+        self.detector = Detector(self.protocols, self.decode_as)
+        self.server_ports = self.detector.server_ports
+        self.tcp: TcpReassembler | None = None
+        """The capture's reassembler: detection swaps a connection's roles through it."""
         self.ready: deque[Event] = deque()
         self.held: deque[Frame] = deque()
         self.held_bytes = 0
         self.now_us = 0
 
-    # -- protocol choice -------------------------------------------------------------------
-    def _choose(self, conn: Connection, role: str, data: bytes) -> ProtocolSpec | None:
-        for port in (conn.server_port, conn.client_port):
-            if port in self.decode_as:
-                return self.decode_as[port]
-        for port in (conn.server_port, conn.client_port):
-            if port in self.port_map:
-                return self.port_map[port]
-        for spec in self.protocols.values():
-            try:
-                if spec.sniff(data, role):
-                    return spec
-            except Exception:
-                continue
-        return None
-
+    # -- protocol choice (see detection.py) ----------------------------------------------------
     def owns(self, stream: int | None) -> bool:
         shard = self.options.shard
         if shard is None:
@@ -130,17 +115,57 @@ class _Capture:
             return shard[0] == 0
         return stream % shard[1] == shard[0]
 
-    def _framer(self, conn: Connection, role: str, data: bytes) -> ConnectionFramer | None:
-        user = conn.user
-        if user is not None:
-            return user or None  # False: no protocol claimed this connection
-        if not self.owns(conn.stream):
-            conn.user = False
-            return None
-        spec = self._choose(conn, role, data)
-        if spec is None:
-            conn.user = False
-            return None
+    def _start(self, conn: Connection) -> bool:
+        """A connection's first delivery: decide by its ports, or hold its bytes for detection.
+
+        True when the roles were swapped (the delivery's role is the other one then).
+        Every connection goes through detection, also those another worker decodes, so
+        that the ports it teaches are the same in every worker.
+        """
+        decision = self.detector.by_port(conn)
+        if decision is None:
+            conn.user = Held()
+            return False
+        return self._apply(conn, decision)
+
+    def _apply(self, conn: Connection, decision: Decision) -> bool:
+        if decision.swap and self.tcp is not None:
+            self.tcp.swap_roles(conn)
+        spec = decision.spec
+        if spec is None or not self.owns(conn.stream):
+            conn.user = False  # undecoded, or another worker's
+        else:
+            conn.user = self._framer(conn, spec)
+            conn.protocol = spec.name
+        return decision.swap
+
+    def _hold(self, conn: Connection, held: Held, role: str, data: bytes, packet: int, ts_us: int) -> None:
+        turn = held.add(role, data, packet, ts_us)
+        self.detector.held_total += len(data)
+        if held.full() or self.detector.held_total > HOLD_TOTAL:
+            self._decide(conn, held, final=True)
+        elif turn and held.tries < EARLY_TRIES:
+            held.tries += 1
+            self._decide(conn, held, final=False)
+
+    def _decide(self, conn: Connection, held: Held, final: bool) -> None:
+        """Choose from the held bytes (or wait, when not `final`), then replay them as they came."""
+        decision = self.detector.by_bytes(conn, held, final)
+        if decision is None:
+            return
+        self.detector.held_total -= held.size
+        if decision.swap:
+            held.swap()
+        self._apply(conn, decision)
+        framer = conn.user
+        if isinstance(framer, ConnectionFramer):
+            for role, data, packet, ts_us in held.items:
+                if isinstance(data, int):
+                    framer.gap(role, data, packet, ts_us)
+                else:
+                    framer.feed(role, data, packet, ts_us)
+
+    def _framer(self, conn: Connection, spec: ProtocolSpec) -> ConnectionFramer:
         ctx = ConnContext(
             capture=self.name,
             stream=conn.stream,
@@ -152,25 +177,39 @@ class _Capture:
             limits=self.limits,
             options={"show_secrets": self.options.show_secrets, "messages": self.options.messages},
         )
-        framer = ConnectionFramer(spec, spec.new_session(ctx), ctx, self, keep_bytes=self.options.keep_bytes)
-        conn.user = framer
-        conn.protocol = spec.name
-        return framer
+        return ConnectionFramer(spec, spec.new_session(ctx), ctx, self, keep_bytes=self.options.keep_bytes)
 
     # -- StreamListener ----------------------------------------------------------------------
     def on_data(self, conn: Connection, role: str, data: bytes, packet: int, ts_us: int) -> None:
-        framer = self._framer(conn, role, data)
-        if framer is not None:
-            framer.feed(role, data, packet, ts_us)
+        user = conn.user
+        if user is None:
+            if self._start(conn):
+                role = other(role)
+            user = conn.user
+        if isinstance(user, Held):
+            self._hold(conn, user, role, data, packet, ts_us)
+        elif user:
+            user.feed(role, data, packet, ts_us)  # type: ignore[attr-defined]
 
     def on_gap(self, conn: Connection, role: str, size: int, packet: int, ts_us: int) -> None:
-        if conn.user:
-            conn.user.gap(role, size, packet, ts_us)
+        user = conn.user
+        if user is None:
+            if self._start(conn):
+                role = other(role)
+            user = conn.user
+        if isinstance(user, Held):
+            user.add_gap(role, size, packet, ts_us)
+            if user.full():
+                self._decide(conn, user, final=True)
+        elif user:
+            user.gap(role, size, packet, ts_us)  # type: ignore[attr-defined]
 
     def on_close(self, conn: Connection) -> None:
+        if isinstance(conn.user, Held):
+            self._decide(conn, conn.user, final=True)
         if conn.user:
-            conn.user.finish()
-            conn.frames = conn.user.frames
+            conn.user.finish()  # type: ignore[attr-defined]
+            conn.frames = conn.user.frames  # type: ignore[attr-defined]
             conn.user = False  # release the session's state
 
     def on_anomaly(self, anomaly: Anomaly) -> None:
@@ -237,7 +276,7 @@ def _summary(conn: Connection) -> ConnectionSummary:
 def dissect_capture(reader: CaptureReader, options: Options) -> Iterator[Event]:
     """Every event of one opened capture, in order."""
     cap = _Capture(reader.name, options)
-    tcp = TcpReassembler(cap, cap.limits, cap.server_ports)
+    tcp = cap.tcp = TcpReassembler(cap, cap.limits, cap.server_ports)
     packets = 0
     for rec in reader:
         packets = rec.number

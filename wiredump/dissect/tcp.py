@@ -93,6 +93,22 @@ class Connection:
     queued: list[tuple[HalfStream, int, bytes, int, int, int]] = field(default_factory=list)
     queued_bytes: int = 0
 
+    def swap_roles(self) -> None:
+        """Make the side taken for the server the client, before any byte was framed.
+
+        Without a SYN the roles are guessed from the port numbers; detection calls this
+        when the bytes show that the other side sends the requests. The reassembler's
+        table must be re-keyed too: use `TcpReassembler.swap_roles`.
+        """
+        self.client, self.client_port, self.server, self.server_port = (
+            self.server,
+            self.server_port,
+            self.client,
+            self.client_port,
+        )
+        self.c2s, self.s2c = self.s2c, self.c2s
+        self.c2s.role, self.s2c.role = CLIENT, SERVER
+
     @property
     def state(self) -> str:
         if self.reset:
@@ -118,6 +134,17 @@ class TcpReassembler:
         self._next_stream = 0
 
     # -- connection table --------------------------------------------------------------------
+    def swap_roles(self, conn: Connection) -> None:
+        """Swap a connection's client and server (see `Connection.swap_roles`); the table stays keyed
+        by (client, server), as `_lookup` and the reopening of a 4-tuple expect."""
+        key = (conn.client, conn.client_port, conn.server, conn.server_port)
+        mine = self.connections.get(key) is conn
+        if mine:
+            del self.connections[key]
+        conn.swap_roles()
+        if mine:
+            self.connections[(conn.client, conn.client_port, conn.server, conn.server_port)] = conn
+
     def _lookup(self, seg: Segment, packet: int, ts_us: int) -> tuple[Connection, HalfStream, HalfStream]:
         key = (seg.src, seg.sport, seg.dst, seg.dport)
         conn = self.connections.get(key)

@@ -81,17 +81,46 @@ class Session(ABC):
         return []
 
 
+MIN_CONFIDENCE = 50
+"""Score a connection's best protocol needs (see `ProtocolSpec.score`); below it the connection
+stays undecoded: raw bytes are shown, never a guess."""
+CERTAIN = 90
+"""Score at which detection decides at once instead of waiting for more of the connection's bytes."""
+
+
 class ProtocolSpec(ABC):
-    """Registration data for one protocol: name, ports, sniffing, sessions."""
+    """Registration data for one protocol: name, ports, detection, sessions."""
 
     name: str = ""
     ports: tuple[int, ...] = ()
+    """Well-known server ports: a connection on one of them is this protocol's, whatever its bytes."""
     max_frame: int = 0
     """Largest frame (framing included) that the protocol allows; beyond it, `oversize_frame`."""
 
-    @abstractmethod
+    def score(self, client: bytes, server: bytes, opened: bool) -> int:
+        """How sure (0–100) that a connection whose client sent `client` and whose server sent
+        `server` first (either may be empty) speaks this protocol.
+
+        Detection asks every protocol, for both role assignments when the capture did not
+        see the connection open (`opened` False: no SYN, the bytes may start inside a
+        frame), and takes the best score if it reaches `MIN_CONFIDENCE` and no other
+        protocol ties with it. Scores mean the same for every protocol: about 30 for one
+        whole frame that frames and decodes cleanly from a side's first byte, more for the
+        next frame in a row, 40 more when one side answers the other (see `trial.Trial`),
+        and what only the protocol knows (a greeting, a handshake) on top. A partial frame
+        or a header alone is no evidence. The default is the common part, computed by the
+        protocol's own session on the bytes; protocols add their openers. Never raises.
+        """
+        from wiredump.dissect.protocols.trial import trial
+
+        return trial(self, client, server, opened).points()
+
     def sniff(self, data: bytes, role: str) -> bool:
-        """True if `data` (the first bytes one side sent) looks like this protocol."""
+        """Do `data`, the first bytes `role` sent, open a connection the way this protocol does?
+
+        A hint that `score` may add to (a greeting), never a decision on its own.
+        """
+        return False
 
     @abstractmethod
     def new_session(self, ctx: ConnContext) -> Session:
