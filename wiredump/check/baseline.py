@@ -160,7 +160,7 @@ _ENTRY_TYPES: dict[str, tuple[str, ...]] = {
 
 def load(path: str) -> tuple[list[ConnTranscript], Config]:
     """Read and validate a baseline file; raises `SpecError` with the line of the mistake."""
-    root, _ = spec.read(path)
+    root, _ = spec.read(path, spec.MAX_BASELINE_BYTES)
     return parse(root, path)
 
 

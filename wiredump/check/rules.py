@@ -88,7 +88,7 @@ def typo_warnings(rules: Rules) -> list[str]:
 
 def load(path: str) -> Rules:
     """Read and validate a rules file; raises `SpecError` with the line of the mistake."""
-    root, _ = spec.read(path)
+    root, _ = spec.read(path, spec.MAX_RULES_BYTES)
     return parse(root, path)
 
 
