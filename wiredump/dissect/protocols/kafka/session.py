@@ -247,6 +247,13 @@ def _framed_request(buf: bytes | bytearray, pos: int) -> int:
 
 
 MAX_SCAN_AHEAD = 64 * 1024
+CONFIRM_WHOLE = 48 * 1024
+"""While resynchronising, a frame up to this long is confirmed only once it is buffered whole
+(the engine keeps 64 KiB while it finds no start); a longer one by how its start reads."""
+MAX_ORPHAN_CHAIN = 4
+"""Responses without a captured request confirmed in a row by the confirmed frame after them."""
+MAX_ACKS0 = 4096
+"""acks=0 Produce requests remembered per connection, for a broker that answers them anyway."""
 
 
 def _whole_request_within(buf: bytes | bytearray, start: int, stop: int) -> bool:
@@ -278,6 +285,8 @@ class KafkaSession(Session):
         self._last_seen: tuple[int, int] | None = None
         self._synced = {"client": False, "server": False}
         self._raw_auth: bytes | None = None
+        self._acks0: OrderedDict[int, Frame] = OrderedDict()
+        """acks=0 Produce requests by correlation id: no answer is expected, but some brokers answer."""
 
     # -- framing ---------------------------------------------------------------------------
     def frame_length(self, buf: bytes | bytearray, pos: int, role: str) -> int:
@@ -367,12 +376,10 @@ class KafkaSession(Session):
             return _NO
         correlator = self.ctx.correlator
         req = correlator.peek(corr)
-        if req is not None:
-            # When the whole frame is here, it must also read as the answer to that request
-            # (a pending id can turn up by chance inside record data).
-            if len(buf) - pos >= size + 4:
-                return _YES if self._answers(bytes(buf[pos : pos + 4 + size]), req) else _NO
-            return _YES
+        if req is not None or corr in self._acks0:
+            # It must read as the answer to that request and be followed by a response or by
+            # the end of the bytes (a pending id can turn up by chance inside record data).
+            return self._confirmed_response(buf, pos, 0)
         pending = [k for k in getattr(correlator, "_pending", ()) if isinstance(k, int)]
         if pending and corr >= min(pending):
             return _NO  # requests are waiting: the next response answers one of them
@@ -393,15 +400,136 @@ class KafkaSession(Session):
         return _WAIT
 
     def resync(self, buf: bytes | bytearray, pos: int, role: str) -> int | None:
-        test = self._request_start if role == "client" else self._response_start
+        """The first boundary at or after `pos` that what is known confirms (issue 14 item 3).
+
+        Unconfirmed candidates are never returned: their bytes stay skipped. One that cannot
+        be told yet (its frame is not all buffered) does not stop the scan, but when nothing
+        after it is confirmed the answer is None, so that the engine keeps it and asks again
+        with more bytes.
+        """
+        test = self._confirmed_request if role == "client" else self._confirmed_response
         end = len(buf)
         for at in range(pos, end - 7):
             if buf[at + 1] == 3 and buf[at] in TLS_TYPES and _tls_chain(buf, at):
                 return at
-            if test(buf, at) == _YES:
+            if test(buf, at, 0) == _YES:
                 self._synced[role] = True
                 return at
         return None
+
+    def _confirmed_request(self, buf: bytes | bytearray, at: int, depth: int) -> int:
+        """A request that decodes whole (known key and version) and is followed by another one or
+        by the end of the buffered bytes. A frame too long to be buffered whole while resynchronising
+        needs a text client id and a body whose start reads without contradiction."""
+        end = len(buf)
+        if end - at < 14 or not plausible_request(buf, at, strict=True):
+            return _NO
+        size, key, version = struct.unpack_from(">ihh", buf, at)
+        nxt = at + 4 + size
+        if nxt > end:
+            if size + 4 <= CONFIRM_WHOLE:
+                return _WAIT
+            return _YES if self._prefix_reads(buf, at, key, version, "request") else _NO
+        if not self._request_fits(bytes(buf[at:nxt]), key, version):
+            return _NO
+        if nxt == end:
+            return _YES
+        if end - nxt < 14:
+            return _WAIT
+        return _YES if plausible_request(buf, nxt, strict=False) else _NO
+
+    def _confirmed_response(self, buf: bytes | bytearray, at: int, depth: int) -> int:
+        """A response confirmed by what this connection knows.
+
+        Its correlation id is one a pending request waits for (or an acks=0 Produce the broker
+        answers anyway), its body decodes whole with that request's api and version, and the
+        next frame starts where it ends (a response header whose id is pending or close to
+        this one) or the buffered bytes end there. A response whose request the capture lacks
+        is confirmed only when its id is below every pending one (responses come in request
+        order), some layout reads it whole, it is not the records field ending a larger
+        frame, and the frame after it is confirmed.
+        """
+        end = len(buf)
+        if end - at < 8:
+            return _WAIT
+        size, corr = struct.unpack_from(">ii", buf, at)
+        if size < 4 or size > MAX_FRAME - 4 or corr < 0:
+            return _NO
+        correlator = self.ctx.correlator
+        req = correlator.peek(corr) or self._acks0.get(corr)
+        nxt = at + 4 + size
+        if req is None:
+            pending = [k for k in getattr(correlator, "_pending", ()) if isinstance(k, int)]
+            if depth >= MAX_ORPHAN_CHAIN or not pending or corr >= min(pending) or nxt > end:
+                return _NO
+            if _record_set(buf, at + 4, nxt) or _batch_tail(buf, at, nxt):
+                return _NO
+            if end - nxt < 8:
+                return _WAIT
+            if self._confirmed_response(buf, nxt, depth + 1) != _YES:
+                return _NO
+            return _YES if self._some_layout_reads(bytes(buf[at:nxt])) else _NO
+        if nxt > end:
+            if size + 4 <= CONFIRM_WHOLE:
+                return _WAIT
+            key, version = req.context if isinstance(req.context, tuple) else (-1, -1)
+            return _YES if self._prefix_reads(buf, at, key, version, "response") else _NO
+        if not self._answers(bytes(buf[at:nxt]), req):
+            return _NO
+        if nxt == end:
+            return _YES
+        if end - nxt < 8:
+            return _WAIT
+        size2, corr2 = struct.unpack_from(">ii", buf, nxt)
+        if not 4 <= size2 <= MAX_FRAME - 4 or corr2 < 0:
+            return _NO
+        if 0 < corr2 - corr <= 4 or correlator.peek(corr2) is not None or corr2 in self._acks0:
+            return _YES
+        return _NO
+
+    def _some_layout_reads(self, data: bytes) -> bool:
+        """Does a layout this connection used, or any layout, read this response whole?"""
+        for key, v in reversed(self._seen):
+            if self._try(data, key, v) is not None:
+                return True
+        if len(data) > MAX_GUESS_BYTES:
+            return False
+        return any(
+            self._try(data, key, v) is not None for key, vs in schema.api_versions().items() for v in vs
+        )
+
+    def _prefix_reads(self, buf: bytes | bytearray, at: int, key: int, version: int, kind: str) -> bool:
+        """Do the buffered bytes of a frame too long to wait for read as its start?
+
+        Kafka frames that long carry records (Produce, Fetch): the body is walked until the
+        bytes run out, which must happen inside a records field that ends within the declared
+        frame. A contradiction before that (a negative length, a count that cannot fit), a
+        string or other field running past the bytes, or a body ending early refutes it.
+        """
+        plan = schema.plan(key, version, kind)
+        if plan is None:
+            return False
+        (size,) = _I32.unpack_from(buf, at)
+        data = bytes(buf[at : min(len(buf), at + 4 + size)])
+        try:
+            if kind == "request":
+                start = _request_header(data, schema.request_header_version(key, version), {})
+            else:
+                start = self._resp_body_start(data, key, version)
+                if start is None:
+                    return False
+            decode_body(data, start, plan, None)
+        except Short as e:
+            if e.what != "records":
+                return False
+            # Ran out inside the records: consistent so far if they end within the frame.
+            if schema.is_flexible(key, version) or e.offset < 4:
+                return True  # a compact (varint) length before it: its end is not checked
+            (n,) = _I32.unpack_from(data, e.offset - 4)
+            return 0 <= n and e.offset + n <= 4 + size
+        except Exception:
+            return False
+        return False  # the body ended before the declared frame did
 
     # -- decoding --------------------------------------------------------------------------
     def decode(self, data: bytes, role: str, complete: bool = True) -> list[Frame]:
@@ -528,6 +656,10 @@ class KafkaSession(Session):
             if api_key == 36:
                 self._sasl_authenticate(body)
         correlator.request(f, corr, expects)
+        if not expects:
+            self._acks0[corr] = f
+            if len(self._acks0) > MAX_ACKS0:
+                self._acks0.popitem(last=False)
         if stats:
             f.fields["record_stats"] = stats
         f.summary = summarize(f, body, None)
@@ -620,7 +752,19 @@ class KafkaSession(Session):
         (corr,) = _I32.unpack_from(data, 4)
         f.correlation_id = corr
         f.fields = {"header": {"correlation_id": corr}}
-        req = correlator.response(f, corr)
+        if correlator.peek(corr) is None and corr in self._acks0:
+            # A Produce sent with acks=0 asks for no answer; this broker answers anyway.
+            req = self._acks0.pop(corr)
+            correlator.event_pair(req, f)
+            f.anomalies.append(
+                Anomaly(
+                    "unexpected_response",
+                    f"the broker answered {req.type} v{req.version} (correlation id {corr}, packet "
+                    f"{req.packet}) although it was sent with acks=0, which asks for no response",
+                )
+            )
+        else:
+            req = correlator.response(f, corr)
         if req is None:
             self._guess(f, data, complete)
             return f
