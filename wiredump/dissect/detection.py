@@ -56,9 +56,17 @@ class Held:
     size: int = 0
     last_role: str | None = None
     tries: int = 0
+    first_packet: int = 0
+    given_up: bool = False
+    """No protocol reached the minimum while the connection was open: nothing is held any more,
+    and the connection is decoded from its next delivery on only if its port is learned later."""
+    dropped: dict[str, int] = field(default_factory=lambda: {CLIENT: 0, SERVER: 0})
+    """Bytes of each direction not decoded because no protocol was known for them."""
 
     def add(self, role: str, data: bytes, packet: int, ts_us: int) -> bool:
         """Hold one delivery; True when the other side just spoke (time to score again)."""
+        if not self.items:
+            self.first_packet = packet
         self.items.append((role, data, packet, ts_us))
         self.size += len(data)
         run = self.runs[role]
@@ -69,6 +77,8 @@ class Held:
         return turn
 
     def add_gap(self, role: str, size: int, packet: int, ts_us: int) -> None:
+        if not self.items:
+            self.first_packet = packet
         self.items.append((role, size, packet, ts_us))
         if self.runs[role]:
             self.cut.add(role)
@@ -84,6 +94,26 @@ class Held:
         self.runs = {CLIENT: self.runs[SERVER], SERVER: self.runs[CLIENT]}
         self.cut = {other(r) for r in self.cut}
         self.last_role = other(self.last_role) if self.last_role else None
+        self.dropped = {CLIENT: self.dropped[SERVER], SERVER: self.dropped[CLIENT]}
+
+    def give_up(self) -> int:
+        """Stop holding (see `given_up`); returns the bytes released."""
+        for role, data, _, _ in self.items:
+            if not isinstance(data, int):
+                self.dropped[role] += len(data)
+        size, self.size = self.size, 0
+        self.items = []
+        self.runs = {CLIENT: bytearray(), SERVER: bytearray()}
+        self.given_up = True
+        return size
+
+    def what(self) -> str:
+        """The bytes not decoded, for an anomaly."""
+        counts = dict(self.dropped)
+        for role, data, _, _ in self.items:
+            if not isinstance(data, int):
+                counts[role] += len(data)
+        return f"{counts[CLIENT]} client and {counts[SERVER]} server bytes"
 
 
 @dataclass(slots=True)
@@ -91,6 +121,10 @@ class Decision:
     spec: ProtocolSpec | None
     swap: bool = False
     """The connection's roles must be swapped (the side tcp took for the server is the client)."""
+    best: tuple[str, int] | None = None
+    """For an undecoded connection: the protocol that scored best, and its score."""
+    learned: int | None = None
+    """The server port this decision taught (other connections on it are now this protocol's)."""
 
 
 class Detector:
@@ -144,12 +178,14 @@ class Detector:
                     points = 0
                 scores.append((points, swap, spec))
         best = max((p for p, _, _ in scores), default=0)
-        if best < (MIN_CONFIDENCE if final else CERTAIN):
-            return Decision(None) if final else None
         top = [(swap, spec) for p, swap, spec in scores if p == best]
+        undecided = Decision(None, best=(top[0][1].name, best) if best else None) if final else None
+        if best < (MIN_CONFIDENCE if final else CERTAIN):
+            return undecided
         if len({spec.name for _, spec in top}) > 1:
-            # Two protocols equally sure: a guess either way.
-            return Decision(None) if final else None
+            return undecided  # two protocols equally sure: a guess either way
         swap, spec = min(top, key=lambda t: t[0])  # the ports' role assignment when both fit
-        self.learned.setdefault(conn.client_port if swap else conn.server_port, spec)
-        return Decision(spec, swap)
+        port = conn.client_port if swap else conn.server_port
+        taught = port not in self.learned
+        self.learned.setdefault(port, spec)
+        return Decision(spec, swap, learned=port if taught else None)

@@ -23,7 +23,7 @@ from wiredump.dissect.limits import Limits
 from wiredump.dissect.model import Anomaly, ConnectionSummary, Exchange, Frame
 from wiredump.dissect.packet import parse_tcp
 from wiredump.dissect.protocols import all_protocols
-from wiredump.dissect.protocols.base import ConnContext, ProtocolSpec
+from wiredump.dissect.protocols.base import MIN_CONFIDENCE, ConnContext, ProtocolSpec
 from wiredump.dissect.tcp import Connection, TcpReassembler
 
 FRAME, ANOMALY, EXCHANGE, CONNECTION, CAPTURE_END = (
@@ -101,6 +101,12 @@ class _Capture:
         self.server_ports = self.detector.server_ports
         self.tcp: TcpReassembler | None = None
         """The capture's reassembler: detection swaps a connection's roles through it."""
+        self.parked: list[tuple[Connection, Held, Decision]] = []
+        """Closed connections no protocol was recognised on, waiting for their port to be learned."""
+        self.waiting: dict[int, int] = {}
+        """Stream → first packet of each connection whose bytes detection holds (parked ones too):
+        frames from that packet on wait in `held` so that its frames, once decided, keep packet order."""
+        self.replayed: list[Frame] | None = None
         self.ready: deque[Event] = deque()
         self.held: deque[Frame] = deque()
         self.held_bytes = 0
@@ -115,7 +121,7 @@ class _Capture:
             return shard[0] == 0
         return stream % shard[1] == shard[0]
 
-    def _start(self, conn: Connection) -> bool:
+    def _start(self, conn: Connection, packet: int) -> bool:
         """A connection's first delivery: decide by its ports, or hold its bytes for detection.
 
         True when the roles were swapped (the delivery's role is the other one then).
@@ -125,6 +131,7 @@ class _Capture:
         decision = self.detector.by_port(conn)
         if decision is None:
             conn.user = Held()
+            self.waiting[conn.stream] = packet
             return False
         return self._apply(conn, decision)
 
@@ -140,6 +147,9 @@ class _Capture:
         return decision.swap
 
     def _hold(self, conn: Connection, held: Held, role: str, data: bytes, packet: int, ts_us: int) -> None:
+        if held.given_up:
+            self._late(conn, held, role, data, packet, ts_us)
+            return
         turn = held.add(role, data, packet, ts_us)
         self.detector.held_total += len(data)
         if held.full() or self.detector.held_total > HOLD_TOTAL:
@@ -148,22 +158,111 @@ class _Capture:
             held.tries += 1
             self._decide(conn, held, final=False)
 
-    def _decide(self, conn: Connection, held: Held, final: bool) -> None:
-        """Choose from the held bytes (or wait, when not `final`), then replay them as they came."""
+    def _decide(self, conn: Connection, held: Held, final: bool, closing: bool = False) -> None:
+        """Choose from the held bytes (or wait, when not `final`), then replay them as they came.
+
+        Undecided at the end of an open connection's hold: nothing more is held, and it is
+        decoded from its next delivery on if its port is learned later. Undecided when it
+        closes: its held bytes wait (within HOLD_TOTAL) for a later connection on its port to
+        be detected, up to the end of the capture.
+        """
         decision = self.detector.by_bytes(conn, held, final)
         if decision is None:
             return
+        if decision.spec is None:
+            if closing and self.detector.held_total <= HOLD_TOTAL:
+                self.parked.append((conn, held, decision))
+            else:
+                self.waiting.pop(conn.stream, None)
+                self.detector.held_total -= held.give_up()
+                self._undecoded(conn, held, decision)
+                if closing:
+                    conn.user = False
+            return
         self.detector.held_total -= held.size
+        self.waiting.pop(conn.stream, None)
         if decision.swap:
             held.swap()
         self._apply(conn, decision)
         framer = conn.user
         if isinstance(framer, ConnectionFramer):
-            for role, data, packet, ts_us in held.items:
-                if isinstance(data, int):
-                    framer.gap(role, data, packet, ts_us)
-                else:
-                    framer.feed(role, data, packet, ts_us)
+            self.replayed = []
+            try:
+                for role, data, packet, ts_us in held.items:
+                    if isinstance(data, int):
+                        framer.gap(role, data, packet, ts_us)
+                    else:
+                        framer.feed(role, data, packet, ts_us)
+            finally:
+                self._merge_replayed()
+        if decision.learned is not None and self.parked:
+            self._unpark()
+
+    def _late(self, conn: Connection, held: Held, role: str, data: bytes, packet: int, ts_us: int) -> None:
+        """A delivery of a connection given up on: decoded if its port was learned since."""
+        decision = self.detector.by_port(conn)
+        if decision is None:
+            held.dropped[role] += len(data)
+            return
+        if decision.swap:
+            held.swap()
+            role = other(role)
+        self._apply(conn, decision)
+        if isinstance(conn.user, ConnectionFramer):
+            self.on_anomaly(
+                Anomaly(
+                    "undecoded",
+                    f"{held.what()} sent before the port was known to carry {decision.spec.name} "  # type: ignore[union-attr]
+                    "(detected on another connection) were not decoded",
+                    packet=packet,
+                    stream=conn.stream,
+                )
+            )
+            conn.user.feed(role, data, packet, ts_us)
+
+    def _unpark(self) -> None:
+        """Closed connections whose port was just learned: decode what they held."""
+        still = []
+        for conn, held, undecided in self.parked:
+            decision = self.detector.by_port(conn)
+            if decision is None:
+                still.append((conn, held, undecided))
+                continue
+            self._decide(conn, held, final=True)
+            self.on_close(conn)
+        self.parked = still
+
+    def _undecoded(self, conn: Connection, held: Held, decision: Decision) -> None:
+        """Report a connection no protocol was recognised on (none when nothing looked like one)."""
+        if decision.best is None:
+            return
+        name, score = decision.best
+        self.on_anomaly(
+            Anomaly(
+                "undecoded",
+                f"{held.what()} not decoded: no protocol recognised with confidence "
+                f"(best {name}, {score} of the {MIN_CONFIDENCE} needed); decode-as (-d PORT={name}) decides",
+                packet=held.first_packet,
+                stream=conn.stream,
+            )
+        )
+
+    def _merge_replayed(self) -> None:
+        """Put the frames a replay made among the held ones, in packet order (see `waiting`)."""
+        frames, self.replayed = self.replayed or [], None
+        if not frames:
+            return
+        merged = sorted([*self.held, *frames], key=lambda f: f.packet)  # stable: equal packets keep order
+        self.held = deque(merged)
+
+    def end(self) -> None:
+        """End of the capture: the connections still waiting for their port stay undecoded."""
+        self.waiting.clear()
+        for conn, held, undecided in self.parked:
+            self.detector.held_total -= held.size
+            self._undecoded(conn, held, undecided)
+            conn.user = False
+        self.parked = []
 
     def _framer(self, conn: Connection, spec: ProtocolSpec) -> ConnectionFramer:
         ctx = ConnContext(
@@ -183,7 +282,7 @@ class _Capture:
     def on_data(self, conn: Connection, role: str, data: bytes, packet: int, ts_us: int) -> None:
         user = conn.user
         if user is None:
-            if self._start(conn):
+            if self._start(conn, packet):
                 role = other(role)
             user = conn.user
         if isinstance(user, Held):
@@ -194,10 +293,12 @@ class _Capture:
     def on_gap(self, conn: Connection, role: str, size: int, packet: int, ts_us: int) -> None:
         user = conn.user
         if user is None:
-            if self._start(conn):
+            if self._start(conn, packet):
                 role = other(role)
             user = conn.user
         if isinstance(user, Held):
+            if user.given_up:
+                return
             user.add_gap(role, size, packet, ts_us)
             if user.full():
                 self._decide(conn, user, final=True)
@@ -205,8 +306,14 @@ class _Capture:
             user.gap(role, size, packet, ts_us)  # type: ignore[attr-defined]
 
     def on_close(self, conn: Connection) -> None:
-        if isinstance(conn.user, Held):
-            self._decide(conn, conn.user, final=True)
+        held = conn.user
+        if isinstance(held, Held):
+            if held.given_up:
+                conn.user = False
+            else:
+                self._decide(conn, held, final=True, closing=True)
+            if isinstance(conn.user, Held):
+                return  # parked: waits for its port to be learned
         if conn.user:
             conn.user.finish()  # type: ignore[attr-defined]
             conn.frames = conn.user.frames  # type: ignore[attr-defined]
@@ -219,7 +326,10 @@ class _Capture:
 
     # -- framing Output ----------------------------------------------------------------------
     def frame(self, frame: Frame) -> None:
-        self.held.append(frame)
+        if self.replayed is not None:
+            self.replayed.append(frame)
+        else:
+            self.held.append(frame)
         self.held_bytes += frame.length
 
     def anomaly(self, anomaly: Anomaly) -> None:
@@ -233,10 +343,11 @@ class _Capture:
         held = self.held
         limit_ts = self.now_us - self.options.hold_us
         max_frames, max_bytes = self.options.hold_frames, self.options.hold_bytes
+        barrier = min(self.waiting.values()) if self.waiting else None
         while held:
             f = held[0]
             if (
-                f.awaiting
+                (f.awaiting or (barrier is not None and f.packet >= barrier))
                 and not final
                 and len(held) <= max_frames
                 and self.held_bytes <= max_bytes
@@ -307,6 +418,7 @@ def dissect_capture(reader: CaptureReader, options: Options) -> Iterator[Event]:
         if cap.ready or cap.held:
             yield from cap.release()
     tcp.finish()
+    cap.end()
     if reader.truncated and cap.owns(None):
         cap.ready.append(
             Event(ANOMALY, Anomaly("truncated_capture", reader.truncated, packet=packets), cap.name)
