@@ -160,6 +160,7 @@ def _allowed_errors(name: str, p: Pattern, v: Loc) -> Rule:
         raise v.error(f"allowed_errors for {name} must be a list of error codes (use [] to allow none)")
     for c in spec.sequence(v, f"allowed_errors for {name}", allow_scalar=True):
         if isinstance(c.value, str) and c.value:
+            names.check_error_name(c, c.value, p)
             error_names.add(c.value.lower())
         else:
             codes.add(spec.integer(c, f"an allowed error code for {name}", minimum=None))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import ModuleType
 
 from wiredump.dissect.correlation import Correlator
 from wiredump.dissect.limits import Limits
@@ -125,3 +126,40 @@ class ProtocolSpec(ABC):
     @abstractmethod
     def new_session(self, ctx: ConnContext) -> Session:
         """Fresh per-connection state."""
+
+    def type_names(self) -> frozenset[str]:
+        """Every frame type name this protocol's frames can carry (`Frame.type`: `Produce`, `SEND`…).
+
+        Rules and baselines name frames as `<protocol>.<type>`; a name that is not here is a
+        mistake to report (with the closest one), never a rule that silently matches nothing.
+        By default the `type_names()` of the `names` module in the protocol's own package, read
+        from the protocol's own tables; empty (nothing checked) for a protocol without one.
+        """
+        module = _names_module(self)
+        return frozenset(module.type_names()) if module is not None else frozenset()
+
+    def error_names(self) -> frozenset[str]:
+        """Every error name this protocol's frames can carry (`Frame.error`), for `allowed_errors`.
+
+        Names rather than a code → name map: some protocols' codes mean different errors in
+        different messages (TANK), and some errors are reply types with no code of their own
+        (Pravega). From the `names` module as `type_names`; empty (nothing checked) without one.
+        """
+        module = _names_module(self)
+        return frozenset(module.error_names()) if module is not None else frozenset()
+
+
+def _names_module(spec: ProtocolSpec) -> ModuleType | None:
+    """The `names` module of the package that defines `spec`'s class, or None when it has none."""
+    import importlib
+    import sys
+
+    package = sys.modules[type(spec).__module__].__package__
+    if not package:  # a spec class defined outside any package
+        return None
+    try:
+        return importlib.import_module(f"{package}.names")
+    except ModuleNotFoundError as e:
+        if e.name == f"{package}.names":
+            return None
+        raise
