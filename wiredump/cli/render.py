@@ -8,7 +8,6 @@ plain path.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from typing import Any
 
 from rich.text import Text
 
+from wiredump.cli.escape import escape
 from wiredump.dissect.model import Anomaly, Frame, Message
 
 PROTOCOL_STYLES = {
@@ -88,6 +88,11 @@ class Clock:
         return f"{dt:%Y-%m-%d %H:%M:%S}.{us:06d}"
 
 
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """`1 anomaly`, `2 anomalies`, `0 frames`: counts in sentences agree with their number."""
+    return f"{n} {word if n == 1 else words or word + 's'}"
+
+
 # -- the timeline line ------------------------------------------------------------------------
 def format_latency(us: int | None) -> str:
     if us is None:
@@ -129,7 +134,7 @@ def badges(f: Frame, reply: str | None = None, after: str | None = None) -> list
         ):
             out.append(a.kind)
     if f.error and f.error not in f.summary:
-        out.append(f"error {f.error}")
+        out.append(f"error {escape(f.error)}")
     if reply:
         out.append(reply)
     if after:
@@ -156,12 +161,17 @@ class Parts:
     error: bool
 
 
+def endpoint(host: str, port: int | None) -> str:
+    """`10.0.0.1:9092`, and an IPv6 address in brackets as URLs write it: `[::1]:9092`."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def parts(f: Frame, time: str, reply: str | None = None, after: str | None = None) -> Parts:
     if f.role == "client":
-        client, server, arrow = f"{f.src}:{f.src_port}", f"{f.dst}:{f.dst_port}", "→"
+        client, server, arrow = endpoint(f.src, f.src_port), endpoint(f.dst, f.dst_port), "→"
     else:
-        client, server, arrow = f"{f.dst}:{f.dst_port}", f"{f.src}:{f.src_port}", "←"
-    type_ = f.type if f.version is None else f"{f.type} v{f.version}"
+        client, server, arrow = endpoint(f.dst, f.dst_port), endpoint(f.src, f.src_port), "←"
+    type_ = escape(f.type) if f.version is None else f"{escape(f.type)} v{f.version}"
     cid = "" if f.correlation_id is None else f"id={f.correlation_id}"
     peer = ""
     if f.peer_packet is not None:
@@ -181,7 +191,7 @@ def parts(f: Frame, time: str, reply: str | None = None, after: str | None = Non
         cid,
         peer,
         badges(f, reply, after),
-        f.summary,
+        escape(f.summary),
         bool(f.error),
     )
 
@@ -232,7 +242,7 @@ def rich_line(p: Parts, width: int) -> Text:
 def anomaly_parts(a: Anomaly, time: str) -> tuple[str, str]:
     where = "" if a.stream is None else f"{a.stream:>3}"
     head = f"{a.packet:>6} {time:>10} {where:>3}"
-    body = f"! {a.kind}" + (f" ({a.protocol})" if a.protocol else "") + f": {a.detail}"
+    body = f"! {a.kind}" + (f" ({a.protocol})" if a.protocol else "") + f": {escape(a.detail)}"
     return head, body
 
 
@@ -282,7 +292,7 @@ def scalar_text(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, str):
-        return json.dumps(v, ensure_ascii=False)
+        return '"' + escape(v, '"') + '"'
     if isinstance(v, (bytes, bytearray, memoryview)):
         b = bytes(v)
         if not b:
@@ -317,7 +327,7 @@ def tree(value: Any, key: str = "", depth: int = 0) -> Iterator[TreeLine]:
             yield TreeLine(depth, key, "", type_name(value))
             depth += 1
         for k, v in value.items():
-            yield from tree(v, str(k), depth)
+            yield from tree(v, escape(str(k)), depth)
         return
     if isinstance(value, (list, tuple)):
         if (
@@ -406,7 +416,7 @@ def detail_lines(f: Frame) -> Iterator[TreeLine]:
         yield TreeLine(0, f"anomalies ({len(f.anomalies)})", "", "list")
         for a in f.anomalies:
             at = f" @ byte {a.offset}" if a.offset is not None else ""
-            yield TreeLine(1, a.kind, json.dumps(a.detail + at, ensure_ascii=False), "")
+            yield TreeLine(1, a.kind, scalar_text(a.detail + at), "")
 
 
 def plain_tree_line(t: TreeLine) -> str:

@@ -37,10 +37,12 @@ STREAM_BREAKS = frozenset({"gap", "resync"})
 
 
 class Progress:
-    """A one-line progress bar on stderr (bytes read of the total), redrawn at most 10 times a second.
+    """A one-line progress bar on stderr: share of the bytes read, packets, MB/s and the time left.
 
-    Hidden unless stderr is a terminal, and always in CI (`CI=true`), so logs and
-    pipes never see it.
+    Redrawn at most 10 times a second. Hidden unless stderr is a terminal, and always
+    in CI (`CI=true`), so logs and pipes never see it. The total is the captures' size
+    on disk (unknown for stdin: then no bar). Output written to the same terminal first
+    calls `clear`, and the next update draws the bar again below it.
     """
 
     def __init__(self, total: int, enabled: bool) -> None:
@@ -61,6 +63,23 @@ class Progress:
         except (AttributeError, ValueError):
             return False
 
+    def line(self, pos: int, packets: int, now: float) -> str:
+        """The bar for `pos` bytes of the current capture read and `packets` packets so far."""
+        read = self.done + pos
+        frac = min(1.0, read / self.total)
+        width = 30
+        fill = int(frac * width)
+        elapsed = max(now - self.started, 1e-6)
+        rate = read / elapsed
+        eta = ""
+        if 0 < frac < 1 and elapsed >= 1:
+            left = int((self.total - read) / max(rate, 1e-6))
+            eta = f"  ETA {left // 3600}:{left // 60 % 60:02d}:{left % 60:02d}"
+        return (
+            f"[{'#' * fill}{'.' * (width - fill)}] {frac * 100:5.1f}%  {packets:,} packets  "
+            f"{rate / 1e6:,.1f} MB/s{eta}"
+        )
+
     def update(self, pos: int, packets: int) -> None:
         if not self.enabled:
             return
@@ -69,23 +88,23 @@ class Progress:
             return
         self.last = now
         self.packets = packets
-        frac = min(1.0, (self.done + pos) / self.total)
-        width = 30
-        fill = int(frac * width)
-        rate = packets / max(now - self.started, 1e-6)
-        line = f"\r[{'#' * fill}{'.' * (width - fill)}] {frac * 100:5.1f}%  {packets:,} packets  {rate:,.0f} pkt/s "
-        sys.stderr.write(line)
+        sys.stderr.write("\r" + self.line(pos, packets, now).ljust(78) + " ")
         sys.stderr.flush()
         self.drawn = True
 
     def finish_file(self, size: int) -> None:
         self.done += size
 
-    def close(self) -> None:
+    def clear(self) -> None:
+        """Wipe the bar (before other output goes to the same terminal); the next update redraws it."""
         if self.enabled and self.drawn:
-            sys.stderr.write("\r" + " " * 78 + "\r")
+            sys.stderr.write("\r" + " " * 80 + "\r")
             sys.stderr.flush()
             self.drawn = False
+            self.last = 0.0
+
+    def close(self) -> None:
+        self.clear()
 
 
 class PacketTimes:
@@ -97,8 +116,9 @@ class PacketTimes:
 
     WINDOW = 1 << 20
 
-    def __init__(self) -> None:
-        self._ring = array("q", bytes(8 * self.WINDOW))
+    def __init__(self, window: int = WINDOW) -> None:
+        self.WINDOW = window
+        self._ring = array("q", bytes(8 * window))
         self.count = 0
         self.first: int | None = None
 
@@ -118,7 +138,7 @@ class PacketTimes:
 class _TrackedReader:
     """A CaptureReader look-alike that remembers each packet's time and reports progress."""
 
-    def __init__(self, reader: CaptureReader, progress: Progress, times: PacketTimes) -> None:
+    def __init__(self, reader: CaptureReader, progress: Progress, times: PacketTimes | None) -> None:
         self._reader = reader
         self.name = reader.name
         self._progress = progress
@@ -138,6 +158,12 @@ class _TrackedReader:
         progress = self._progress
         reader = self._reader
         enabled = progress.enabled
+        if times is None:  # progress only
+            for rec in reader:
+                if enabled and not rec.number & 1023:
+                    progress.update(reader.bytes_read, rec.number)
+                yield rec
+            return
         for rec in reader:
             # Packet numbers are 1-based and contiguous (skipped records still count).
             while times.count < rec.number - 1:
@@ -154,6 +180,8 @@ class CaptureInfo:
 
     name: str
     times: PacketTimes = field(default_factory=PacketTimes)
+    packets: int = 0
+    """Packets the capture holds, once its end is read."""
 
     @property
     def first_ts_us(self) -> int | None:
@@ -164,9 +192,15 @@ class CaptureInfo:
 
 
 class Run:
-    """Every event of every capture, with per-capture packet times and an optional progress bar."""
+    """Every event of every capture, with per-capture packet times and an optional progress bar.
 
-    def __init__(self, paths: list[str], options: Options, progress: bool = False) -> None:
+    Commands that never look up a packet's time (export, check, baseline) pass
+    `times=False` and get only the progress bar.
+    """
+
+    def __init__(
+        self, paths: list[str], options: Options, progress: bool = False, times: bool = True
+    ) -> None:
         self.paths = paths
         self.options = options
         sizes = []
@@ -177,14 +211,15 @@ class Run:
                 sizes.append(0)
         self.sizes = sizes
         self.progress = Progress(sum(sizes), progress and sum(sizes) > 0)
-        self.info = CaptureInfo("")
+        self.info = CaptureInfo("", PacketTimes(1))
+        self.times = times
 
     def events(self) -> Iterator[Event]:
         try:
             for path, size in zip(self.paths, self.sizes, strict=True):
                 reader = open_capture(path)
-                self.info = CaptureInfo(reader.name)
-                tracked = _TrackedReader(reader, self.progress, self.info.times)
+                self.info = CaptureInfo(reader.name, PacketTimes() if self.times else PacketTimes(1))
+                tracked = _TrackedReader(reader, self.progress, self.info.times if self.times else None)
                 yield from dissect_capture(tracked, self.options)  # type: ignore[arg-type]
                 self.progress.finish_file(size)
         finally:
