@@ -21,7 +21,7 @@ KNOWN_KINDS = (
     "gap", "retransmission", "overlap_conflict", "out_of_order", "oversize_frame", "truncated_packet",
     "truncated_capture", "resync", "decompression_failed", "decompression_limit", "chunk_incomplete",
     "trailing_bytes", "unexpected_command", "unexpected_reply", "version_mismatch", "event_count_mismatch",
-    "bad_timestamp",
+    "bad_timestamp", "undecoded",
 )  # fmt: skip
 """Used only to catch misspellings (a forbidden kind that is never reported would pass forever)."""
 TOP_KEYS = ("forbid", "max_unanswered", "allowed_errors", "latency_ms", "expect", "versions")
