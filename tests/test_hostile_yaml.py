@@ -218,3 +218,19 @@ def test_merge_keys_duplicates_and_several_documents(tmp_path: Path) -> None:
         with pytest.raises(SpecError) as e:
             spec.load(text, "t.yaml")
         assert e.value.line == line and reason in e.value.reason, (text, e.value)
+
+
+@pytest.mark.parametrize(
+    ("raw", "line", "reason"),
+    [
+        (b"forbid:\n  - gap\n  - a\x00b\n", 3, "character U+0000 is not allowed"),
+        (b"forbid:\n  - gap\x07\n", 2, "character U+0007 is not allowed"),
+        (b"forbid:\n  - gap\n  - \xff\xfe\n", 3, "not UTF-8 text (byte 0xff)"),
+    ],
+)
+def test_bytes_yaml_forbids_have_a_line(tmp_path: Path, raw: bytes, line: int, reason: str) -> None:
+    path = tmp_path / "r.yaml"
+    path.write_bytes(raw)
+    with pytest.raises(SpecError) as e:
+        spec.read(str(path), spec.MAX_RULES_BYTES)
+    assert e.value.line == line and reason in e.value.reason

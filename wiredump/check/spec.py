@@ -243,7 +243,12 @@ def _build(text: str, source: str) -> Loc | None:
     return root
 
 
-def _yaml_error(e: yaml.YAMLError, source: str) -> SpecError:
+def _yaml_error(e: yaml.YAMLError, source: str, text: str) -> SpecError:
+    if isinstance(e, yaml.reader.ReaderError):  # a character YAML forbids (NUL, other controls)
+        line = text.count("\n", 0, e.position) + 1
+        col = e.position - (text.rfind("\n", 0, e.position) + 1) + 1
+        code = e.character if isinstance(e.character, int) else ord(e.character)
+        return SpecError(source, line, f"not valid YAML: character U+{code:04X} is not allowed", col)
     if isinstance(e, yaml.MarkedYAMLError):
         mark = e.problem_mark or e.context_mark
         reason = " ".join(str(p) for p in (e.context, e.problem) if p) or "not valid YAML"
@@ -261,7 +266,7 @@ def load(text: str, source: str) -> Loc | None:
     try:
         return _build(text, source)
     except yaml.YAMLError as e:
-        raise _yaml_error(e, source) from None
+        raise _yaml_error(e, source, text) from None
     except RecursionError:  # not expected (nothing here recurses per level); never a traceback
         raise SpecError(source, None, f"nesting deeper than {MAX_DEPTH} levels") from None
 
@@ -283,15 +288,18 @@ def read(path: str, max_bytes: int) -> tuple[Loc | None, str]:
                 f"the file is larger than {_size(max_bytes)} (the limit for this kind of file, "
                 "see docs/check.md): refused without reading further",
             )
-        text = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        raise SpecError(path, None, f"cannot read: {reason}") from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = raw.count(b"\n", 0, e.start) + 1
+            raise SpecError(path, line, f"not UTF-8 text (byte {raw[e.start]:#04x})") from None
+    except OSError as e:
+        raise SpecError(path, None, f"cannot read: {e.strerror or e}") from None
     return load(text, path), text
 
 
 def _size(n: int) -> str:
-    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB" if n >= 1 << 10 else f"{n} bytes"
 
 
 # -- shape checks ---------------------------------------------------------------------------
