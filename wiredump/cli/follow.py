@@ -84,7 +84,8 @@ def follow(
 ) -> None:
     flt = compile_or_exit(display_filter)
     out = Out(color)
-    run = Run(captures, make_options(decode_as), progress=progress and Progress.wanted() and not out.tty)
+    run = Run(captures, make_options(decode_as), progress=progress and Progress.wanted())
+    out.progress = run.progress  # wiped before each line that goes to the same terminal
     if width is None:
         width = out.width if out.rich else int(os.environ.get("COLUMNS", "0") or 0) or 120
     clock = Clock("r")

@@ -154,7 +154,6 @@ class _TrackedReader:
 
     def __iter__(self) -> Iterator[Record]:
         times = self._times
-        append = times.append
         progress = self._progress
         reader = self._reader
         enabled = progress.enabled
@@ -164,6 +163,7 @@ class _TrackedReader:
                     progress.update(reader.bytes_read, rec.number)
                 yield rec
             return
+        append = times.append
         for rec in reader:
             # Packet numbers are 1-based and contiguous (skipped records still count).
             while times.count < rec.number - 1:
