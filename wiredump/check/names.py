@@ -4,6 +4,10 @@ Matching is case-insensitive (`pulsar.send` finds `SEND`) with shell wildcards (
 `?`, `[..]`). When several patterns of one rule match a frame, the most specific one
 decides: an exact name beats a pattern, and among patterns the one with more literal
 characters wins (`kafka.Fetch*` before `kafka.*` before `*`), then the first written.
+
+Names are checked when they are read: the protocols are those of the registry, and a type or
+error name written without wildcards must be one the protocol declares (`ProtocolSpec.type_names`,
+`error_names`), since a misspelt name would match nothing and the rule would hold forever.
 """
 
 from __future__ import annotations
