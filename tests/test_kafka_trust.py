@@ -462,3 +462,75 @@ def test_record_errors_give_the_same_status_in_every_command(
     rules.write_text("forbid: [malformed]\n")
     r = run_cli(capsys, "check", path, "--rules", rules)
     assert r.code == 1 and f"packet {packet} " in r.out
+
+
+# -- item 7: topic names belong to the run, the same whatever ran before and however many workers ----
+GZIP = KAFKA / "ck-compress-gzip.pcap"
+METADATA_RESPONSES = (35, 78, 93, 108, 116)
+"""Packets of ck-compress-gzip holding the Metadata v12 responses that list ck-gzip with its id
+(streams 2, 4, 5, 6, 5 in its pdus.tsv); stream 6 then fetches it by id (Fetch v16)."""
+needs_gzip = pytest.mark.skipif(not GZIP.exists(), reason="ck-compress-gzip capture not available")
+
+
+def topic_ids_replaced(tmp_path: Path, packets: tuple[int, ...], name: str) -> tuple[Path, str]:
+    """ck-compress-gzip with the topic id after the compact string "ck-gzip" (varint 8, 7 bytes)
+    replaced by 0x5a bytes in the given Metadata responses; returns the path and the real id."""
+    import uuid
+
+    cap = V.read(GZIP)
+    recs = list(cap.recs)
+    real = ""
+    for n in packets:
+        t = recs[n - 1].tcp()
+        assert t is not None
+        data = bytearray(t.payload)
+        at = bytes(data).index(b"\x08ck-gzip") + 8
+        real = str(uuid.UUID(bytes=bytes(data[at : at + 16])))
+        data[at : at + 16] = b"\x5a" * 16
+        recs[n - 1] = V.rebuild(recs[n - 1], t.seq, bytes(data))
+    return V.write(cap, recs, tmp_path / name), real
+
+
+def fetch_view(path: Path, shard: tuple[int, int] | None = None) -> list[tuple]:
+    """(packet, summary, topics of its messages) of every Fetch frame."""
+    out = []
+    for ev in dissect([str(path)], Options(shard=shard)):
+        if ev.kind == "frame" and ev.obj.type == "Fetch":
+            f = ev.obj
+            out.append((f.packet, f.summary, tuple(sorted({m.topic for m in f.messages}))))
+    return sorted(out)
+
+
+@needs_gzip
+def test_topic_names_do_not_leak_between_captures(tmp_path: Path) -> None:
+    unnamed, real = topic_ids_replaced(tmp_path, METADATA_RESPONSES, "unnamed.pcap")
+    before = fetch_view(unnamed)
+    assert before and {t for _, _, ts in before for t in ts} == {real}  # no response names the id
+    named = fetch_view(GZIP)  # teaches real id -> ck-gzip, in the old process-wide map
+    assert {t for _, _, ts in named for t in ts} == {"ck-gzip"}  # the topic of scenario.json
+    assert fetch_view(unnamed) == before
+
+
+@needs_gzip
+def test_topic_names_learnt_on_other_connections_whatever_the_workers(tmp_path: Path) -> None:
+    # Stream 6's own Metadata answer no longer names the id: its Fetch v16 frames learn it from
+    # the answers on streams 2, 4 and 5, earlier in the capture.
+    path, _ = topic_ids_replaced(tmp_path, (108,), "other-connections.pcap")
+    serial = fetch_view(path)
+    assert serial and {t for _, _, ts in serial for t in ts} == {"ck-gzip"}
+    assert all("ck-gzip" in summary for _, summary, _ in serial)
+    for n in (2, 3, 7):  # with 7 workers every stream is decoded by a worker of its own
+        merged = sorted(sum((fetch_view(path, (k, n)) for k in range(n)), []))
+        assert merged == serial, n
+
+
+@needs_gzip
+def test_parallel_export_resolves_the_same_topics(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path, _ = topic_ids_replaced(tmp_path, (108,), "other-connections.pcap")
+    tables = {}
+    for workers in (1, 3):
+        r = run_cli(capsys, "export", path, "-o", tmp_path / f"w{workers}", "--workers", str(workers))
+        assert r.code == 0, r.err
+        tables[workers] = pq.read_table(tmp_path / f"w{workers}" / "messages.parquet")
+    assert tables[1].equals(tables[3])
+    assert set(tables[1].column("topic").to_pylist()) == {"ck-gzip"}

@@ -111,6 +111,8 @@ class _Capture:
         self.held: deque[Frame] = deque()
         self.held_bytes = 0
         self.now_us = 0
+        self.run_state: dict[str, object] = {}
+        """What the capture's sessions share (`ConnContext.run_state`): made anew for every capture."""
 
     # -- protocol choice (see detection.py) ----------------------------------------------------
     def owns(self, stream: int | None) -> bool:
@@ -139,7 +141,9 @@ class _Capture:
         if decision.swap and self.tcp is not None:
             self.tcp.swap_roles(conn)
         spec = decision.spec
-        if spec is None or not self.owns(conn.stream):
+        if spec is not None and spec.shares_run_state and not self.owns(conn.stream):
+            conn.user = self._framer(conn, spec, observe=True)  # another worker's: it only teaches run_state
+        elif spec is None or not self.owns(conn.stream):
             conn.user = False  # undecoded, or another worker's
         else:
             conn.user = self._framer(conn, spec)
@@ -272,7 +276,8 @@ class _Capture:
             conn.user = False
         self.parked = []
 
-    def _framer(self, conn: Connection, spec: ProtocolSpec) -> ConnectionFramer:
+    def _framer(self, conn: Connection, spec: ProtocolSpec, observe: bool = False) -> ConnectionFramer:
+        """The connection's framer; `observe`: its session only learns run state, its output is dropped."""
         ctx = ConnContext(
             capture=self.name,
             stream=conn.stream,
@@ -282,9 +287,15 @@ class _Capture:
             server_port=conn.server_port,
             correlator=Correlator(conn.stream, spec.name, self.limits.max_pending_requests),
             limits=self.limits,
-            options={"show_secrets": self.options.show_secrets, "messages": self.options.messages},
+            options={
+                "show_secrets": self.options.show_secrets,
+                "messages": self.options.messages,
+                "observe": observe,
+            },
+            run_state=self.run_state,
         )
-        return ConnectionFramer(spec, spec.new_session(ctx), ctx, self, keep_bytes=self.options.keep_bytes)
+        out = _DISCARD if observe else self
+        return ConnectionFramer(spec, spec.new_session(ctx), ctx, out, keep_bytes=self.options.keep_bytes)
 
     # -- StreamListener ----------------------------------------------------------------------
     def on_data(self, conn: Connection, role: str, data: bytes, packet: int, ts_us: int) -> None:
@@ -370,6 +381,22 @@ class _Capture:
         ready = self.ready
         while ready:
             yield ready.popleft()
+
+
+class _Discard:
+    """The output of an observing framer (see `ProtocolSpec.shares_run_state`): nothing is kept."""
+
+    def frame(self, frame: Frame) -> None:
+        pass
+
+    def anomaly(self, anomaly: Anomaly) -> None:
+        pass
+
+    def exchange(self, exchange: Exchange) -> None:
+        pass
+
+
+_DISCARD = _Discard()
 
 
 def _summary(conn: Connection) -> ConnectionSummary:

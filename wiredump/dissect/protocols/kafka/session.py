@@ -285,6 +285,12 @@ class KafkaSession(Session):
         self._last_seen: tuple[int, int] | None = None
         self._synced = {"client": False, "server": False}
         self._raw_auth: bytes | None = None
+        self.observe = bool(ctx.options.get("observe"))
+        """Framing a connection another worker decodes (see `ProtocolSpec.shares_run_state`): the
+        state is kept exactly as when decoding (pairing, SASL, layouts seen, topic names learnt);
+        records are not read (nothing of the state depends on them) and no frame is returned."""
+        self.topics = topics.of_run(ctx.run_state)
+        """Topic id -> name, learnt from responses of this capture (shared by its connections)."""
         self._acks0: OrderedDict[int, Frame] = OrderedDict()
         """acks=0 Produce requests by correlation id: no answer is expected, but some brokers answer."""
 
@@ -534,10 +540,12 @@ class KafkaSession(Session):
     # -- decoding --------------------------------------------------------------------------
     def decode(self, data: bytes, role: str, complete: bool = True) -> list[Frame]:
         if len(data) >= 3 and data[1] == 3 and data[0] in TLS_TYPES and data[2] <= 4:
-            return [self._tls(data)]
-        if role == "client":
-            return [self._request(data, complete)]
-        return [self._response(data, complete)]
+            frames = [self._tls(data)]
+        elif role == "client":
+            frames = [self._request(data, complete)]
+        else:
+            frames = [self._response(data, complete)]
+        return [] if self.observe else frames
 
     def _tls(self, data: bytes) -> Frame:
         ctype = data[0]
@@ -576,11 +584,14 @@ class KafkaSession(Session):
     def _records_hook(
         self, frame: Frame, direction: str, partial_ok: bool, emit: bool, stats: dict[str, int]
     ):
+        if self.observe and emit:
+            return None  # record sets are skipped by their length (trial decodes stay as they are)
         limits = self.ctx.limits
         messages = self.messages
+        names = self.topics
 
         def hook(data: bytes, start: int, stack: list[dict[str, Any]]) -> Any:
-            topic, partition = _locate(stack)
+            topic, partition = _locate(stack, names)
             rc = RecordContext(
                 frame, direction, limits, topic, partition, partial_ok, start, emit, stats, messages
             )
@@ -662,7 +673,7 @@ class KafkaSession(Session):
                 self._acks0.popitem(last=False)
         if stats:
             f.fields["record_stats"] = stats
-        f.summary = summarize(f, body, None)
+        f.summary = summarize(f, body, None, self.topics)
         return f
 
     def _sasl_authenticate(self, body: dict[str, Any]) -> None:
@@ -833,7 +844,7 @@ class KafkaSession(Session):
         if stats:
             f.fields["record_stats"] = stats
         if body is not None:
-            topics.learn(body)
+            self.topics.learn(body)
             if api_key in (11, 14):
                 req_body = req.fields.get("body") if isinstance(req.fields, dict) else None
                 ptype = req_body.get("protocol_type") if isinstance(req_body, dict) else None
@@ -841,13 +852,13 @@ class KafkaSession(Session):
             if api_key == 17 and corr in self._handshakes and not body.get("error_code"):
                 self.sasl_raw = True
         self._handshakes.pop(corr, None)
-        f.summary = summarize(f, body, req)
+        f.summary = summarize(f, body, req, self.topics)
         return f
 
     def _answers(self, data: bytes, req: Frame) -> bool:
         """Does a whole response frame decode as the answer to `req` (header v1 or v0)?"""
-        if not isinstance(req.context, tuple) or req.status != OK:
-            return True  # nothing to check against
+        if not isinstance(req.context, tuple) or req.status in (UNKNOWN_TYPE, UNSUPPORTED_VERSION):
+            return True  # nothing to check against (its records' state does not matter: see `observe`)
         key, version = req.context
         plan = schema.plan(key, version, "response")
         if plan is None:
@@ -910,7 +921,7 @@ class KafkaSession(Session):
         body = self._body(f, data, start if start is not None else 8, plan, hook, complete, "response")
         if stats:
             f.fields["record_stats"] = stats
-        f.summary = summarize(f, body, None) + " (no request; layout guessed)"
+        f.summary = summarize(f, body, None, self.topics) + " (no request; layout guessed)"
 
     @staticmethod
     def _resp_body_start(data: bytes, key: int, v: int) -> int | None:
@@ -995,7 +1006,7 @@ def _request_header(data: bytes, hv: int, header: dict[str, Any]) -> int:
     return pos
 
 
-def _locate(stack: list[dict[str, Any]]) -> tuple[str | None, int | None]:
+def _locate(stack: list[dict[str, Any]], names: topics.TopicNames) -> tuple[str | None, int | None]:
     """Topic and partition of a record set from the structs enclosing it (innermost first)."""
     partition: int | None = None
     topic: str | None = None
@@ -1017,7 +1028,7 @@ def _locate(stack: list[dict[str, Any]]) -> tuple[str | None, int | None]:
             else:
                 tid = d.get("topic_id")
                 if isinstance(tid, str):
-                    topic = topics.name_of(tid) or tid
+                    topic = names.name_of(tid) or tid
         if topic is not None and partition is not None:
             break
     return topic, partition

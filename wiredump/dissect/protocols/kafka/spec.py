@@ -12,6 +12,8 @@ class KafkaSpec(ProtocolSpec):
     ports = (9092,)
     max_frame = MAX_FRAME
     """socket.request.max.bytes (100 MiB) plus the 4-byte size prefix."""
+    shares_run_state = True
+    """Topic ids resolve to names learnt on any connection of the capture (`topics.py`)."""
 
     def sniff(self, data: bytes, role: str) -> bool:
         return detection.opener(data, role)
