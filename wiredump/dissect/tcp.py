@@ -245,10 +245,12 @@ class TcpReassembler:
         elif flags & FIN:
             half.fin = True
             if half.fin_raw is None:
+                known = self._unseen(half)  # already revealed by an ACK: reported at that ACK
                 half.fin_raw = (seg.seq + len(payload)) & _MASK
                 if self._unseen(half) and conn.hole is None:
                     # The FIN's sequence number says bytes before it were sent that the capture lacks.
-                    half.acked_packet, half.acked_ts_us = packet, ts_us
+                    if not known:
+                        half.acked_packet, half.acked_ts_us = packet, ts_us
                     self._await_hole(conn, half)
                     if not half.ooo:
                         self._give_up(conn)  # nothing more of this direction is coming
