@@ -18,6 +18,7 @@ import typer
 from rich.text import Text
 
 from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, UsageError, app, make_options
+from wiredump.cli.columns import ColumnsError, FieldColumns, parse_options
 from wiredump.cli.output import Out
 from wiredump.cli.render import (
     TIME_FORMATS,
@@ -37,6 +38,7 @@ from wiredump.cli.render import (
     rich_tree_line,
 )
 from wiredump.cli.source import Item, Progress, Run, annotate
+from wiredump.dissect.fields import FieldContext
 from wiredump.dissect.filter import DisplayFilter, FilterError, compile_filter
 from wiredump.dissect.model import Anomaly, Frame
 from wiredump.dissect.pipeline import ANOMALY, CAPTURE_END, FRAME
@@ -56,7 +58,7 @@ SHOWN_ANOMALIES = frozenset(
 )
 """Anomalies without a frame shown by default; the rest (retransmission, out_of_order…) with -A."""
 
-FORMATS = ("text", "json", "jsonl")
+FORMATS = ("text", "json", "jsonl", "fields")
 
 # -- shared option declarations (show, follow and stats reuse them) -------------------------------
 Filter = Annotated[
@@ -92,10 +94,10 @@ ProgressOpt = Annotated[
 ]
 
 
-def compile_or_exit(text: str | None) -> DisplayFilter | None:
+def compile_or_exit(text: str | None, ctx: FieldContext | None = None) -> DisplayFilter | None:
     """The compiled filter; on a mistake the message with a caret on stderr and exit 2."""
     try:
-        return compile_filter(text)
+        return compile_filter(text, ctx)
     except FilterError as e:
         typer.echo(f"wiredump: {e.render()}", err=True)
         raise typer.Exit(EXIT_INPUT) from None
@@ -112,6 +114,8 @@ class TimelineOptions:
     all_anomalies: bool = False
     marks: list[tuple[int, int]] = field(default_factory=list)
     mark_fields: list[str] = field(default_factory=list)
+    columns: FieldColumns | None = None
+    """-T fields: the -e columns."""
 
 
 class TimelinePrinter:
@@ -127,6 +131,10 @@ class TimelinePrinter:
 
     def frame(self, f: Frame, capture: str, item: Item) -> None:
         out, opts = self.out, self.opts
+        if opts.columns is not None:
+            # values are escaped by the columns; the separator may be a tab, which Out would escape
+            sys.stdout.write(opts.columns.row(f, capture) + "\n")
+            return
         if opts.fmt != "text":
             self._json(f, capture)
             return
@@ -194,6 +202,8 @@ class TimelinePrinter:
         flt = opts.filter
         started = False
         show_anomalies = opts.fmt == "text" and flt is None
+        if opts.columns is not None and opts.columns.opts.header:
+            sys.stdout.write(opts.columns.header() + "\n")
         if opts.count is not None and opts.count <= 0:
             return
         for item in items:
@@ -201,6 +211,10 @@ class TimelinePrinter:
             kind = ev.kind
             if not started:
                 self.clock.start(run.info.first_ts_us)
+                if flt is not None:
+                    flt.start_capture(run.info.first_ts_us)
+                if opts.columns is not None:
+                    opts.columns.ctx.start_capture(run.info.first_ts_us)
                 started = True
                 if len(run.paths) > 1 and opts.fmt == "text":
                     head = f"==> {run.info.name} <=="
@@ -232,7 +246,7 @@ def check_time(time: str) -> str:
 
 def check_format(fmt: str) -> str:
     if fmt not in FORMATS:
-        raise UsageError(f"-T takes text, json or jsonl, not {fmt!r}")
+        raise UsageError(f"-T takes text, json, jsonl or fields, not {fmt!r}")
     return fmt
 
 
@@ -323,6 +337,36 @@ def timeline(
             "0 or 1 (default) = one process. Pays off with many comparable connections. E.g. --workers 2.",
         ),
     ] = 0,
+    fields_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "-e",
+            "--field",
+            help="With -T fields: a column to print, a frame column (type, latency_us…) or any declared "
+            "field (frame.number, kafka.topic, pulsar.producer_name; see 'wiredump fields'), "
+            "e.g. -T fields -e frame.number -e kafka.client_id (repeatable).",
+        ),
+    ] = None,
+    field_options: Annotated[
+        list[str] | None,
+        typer.Option(
+            "-E",
+            "--field-option",
+            help="With -T fields, as tshark's -E: header=y|n, separator=/t|/s|C, occurrence=f|l|a, "
+            "aggregator=,|/s|C, quote=d|s|n; e.g. -E header=y,separator=, (repeatable).",
+        ),
+    ] = None,
+    write: Annotated[
+        str | None,
+        typer.Option(
+            "-w",
+            "--write",
+            help="Write the packets of the frames the filter keeps (every packet that carried one of "
+            "their bytes, the request a kept response answers, and each connection's handshake) to a "
+            "pcap file in the capture's link type and time precision; nothing is printed. "
+            "E.g. -Y 'kafka.topic == orders' -w orders.pcap.",
+        ),
+    ] = None,
     color: Color = None,
     progress: ProgressOpt = True,
 ) -> None:
@@ -335,8 +379,19 @@ def timeline(
             sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
         except (AttributeError, ValueError):
             pass
+    ctx = FieldContext()
+    if fields_ and fmt == "text":
+        fmt = "fields"  # -e alone means -T fields
+    columns = None
+    if fmt == "fields":
+        try:
+            columns = FieldColumns(list(fields_ or []), parse_options(field_options), ctx)
+        except ColumnsError as e:
+            raise UsageError(str(e)) from None
+    elif fields_ or field_options:
+        raise UsageError("-e and -E go with -T fields")
     opts = TimelineOptions(
-        filter=compile_or_exit(display_filter),
+        filter=compile_or_exit(display_filter, ctx),
         count=count,
         detail=verbose,
         hex=hex_,
@@ -345,17 +400,35 @@ def timeline(
         all_anomalies=all_anomalies or verbose,
         marks=marks_or_fail(mark),
         mark_fields=mark_names(mark),
+        columns=columns,
     )
+    if write is not None:
+        from wiredump.cli.pcapwrite import write_matching
+
+        write_matching(captures, write, opts.filter, make_options(decode_as), progress)
+        return
     options = make_options(decode_as, keep_bytes=hex_)
     # Lines show counts, not each message: skip per-message decoding unless the field tree
     # or the filter looks at messages (a word test: at worst it keeps decoding on).
-    options.messages = verbose or bool(display_filter and re.search(r"\b(topic|messages)\b", display_filter))
+    options.messages = (
+        verbose
+        or bool(display_filter and re.search(r"\b(topic|messages)\b", display_filter))
+        or bool(opts.filter and opts.filter.needs_messages)
+        or bool(columns and columns.needs_messages)
+    )
     out = Out(color if fmt == "text" else False)
     show_progress = progress and not out.rich and Progress.wanted() and not sys.stdout.isatty()
     from wiredump.cli import parallel
 
     n = workers or parallel.auto_workers(captures)
-    if n > 1 and not out.rich and fmt in ("text", "jsonl") and time != "d" and not line_buffered:
+    if (
+        n > 1
+        and not out.rich
+        and fmt in ("text", "jsonl")
+        and time != "d"
+        and not line_buffered
+        and not (opts.filter and opts.filter.uses_time)
+    ):
         job = parallel.Job(
             captures=list(captures),
             options=options,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 
 from wiredump.dissect.correlation import Correlator
+from wiredump.dissect.fielddecl import FieldDecl
 from wiredump.dissect.limits import Limits
 from wiredump.dissect.model import Anomaly, Frame
 
@@ -42,10 +43,6 @@ class ConnContext:
     options: dict[str, object] = field(default_factory=dict)
     report: Callable[[Anomaly], None] = lambda a: None
     """Report an anomaly that belongs to no frame (the engine stamps packet and stream)."""
-    run_state: dict[str, object] = field(default_factory=dict)
-    """State one run (one capture) shares between its connections, keyed by protocol-qualified
-    names (e.g. Kafka's topic names); made once per capture by the pipeline, never process-global.
-    Left to its default, it belongs to this connection alone."""
 
 
 class Session(ABC):
@@ -101,11 +98,6 @@ class ProtocolSpec(ABC):
     """Well-known server ports: a connection on one of them is this protocol's, whatever its bytes."""
     max_frame: int = 0
     """Largest frame (framing included) that the protocol allows; beyond it, `oversize_frame`."""
-    shares_run_state: bool = False
-    """True when a session learns from other connections through `ConnContext.run_state`. Then a
-    worker of a parallel run (which decodes only its share of the connections) also frames the
-    others, with `options["observe"]` set: the session learns what it would learn and returns no
-    frames, so that every worker knows the same at each point of the capture."""
 
     def score(self, client: bytes, server: bytes, opened: bool) -> int:
         """How sure (0–100) that a connection whose client sent `client` and whose server sent
@@ -135,6 +127,25 @@ class ProtocolSpec(ABC):
     @abstractmethod
     def new_session(self, ctx: ConnContext) -> Session:
         """Fresh per-connection state."""
+
+    def fields(self) -> list[FieldDecl]:
+        """The fields filters and `-e` may name (`<name>.<field>`), each declared once: name, type, meaning.
+
+        By default the `declare()` of the `fields` module in the protocol's own package
+        (`protocols/<name>/fields.py`); a protocol without one offers only the frame columns.
+        """
+        import importlib
+        import sys
+
+        package = sys.modules[type(self).__module__].__package__
+        try:
+            module = importlib.import_module(f"{package}.fields")
+        except ModuleNotFoundError as e:
+            if e.name == f"{package}.fields":
+                return []
+            raise
+        declared: list[FieldDecl] = module.declare()
+        return declared
 
     def type_names(self) -> frozenset[str]:
         """Every frame type name this protocol's frames can carry (`Frame.type`: `Produce`, `SEND`…).
