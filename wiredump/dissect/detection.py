@@ -57,6 +57,7 @@ class Held:
     last_role: str | None = None
     tries: int = 0
     first_packet: int = 0
+    first_ts_us: int = 0
     given_up: bool = False
     """No protocol reached the minimum while the connection was open: nothing is held any more,
     and the connection is decoded from its next delivery on only if its port is learned later."""
@@ -66,7 +67,7 @@ class Held:
     def add(self, role: str, data: bytes, packet: int, ts_us: int) -> bool:
         """Hold one delivery; True when the other side just spoke (time to score again)."""
         if not self.items:
-            self.first_packet = packet
+            self.first_packet, self.first_ts_us = packet, ts_us
         self.items.append((role, data, packet, ts_us))
         self.size += len(data)
         run = self.runs[role]
@@ -78,7 +79,7 @@ class Held:
 
     def add_gap(self, role: str, size: int, packet: int, ts_us: int) -> None:
         if not self.items:
-            self.first_packet = packet
+            self.first_packet, self.first_ts_us = packet, ts_us
         self.items.append((role, size, packet, ts_us))
         if self.runs[role]:
             self.cut.add(role)

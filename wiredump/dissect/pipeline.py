@@ -107,6 +107,8 @@ class _Capture:
         """Stream → first packet of each connection whose bytes detection holds (parked ones too):
         frames from that packet on wait in `held` so that its frames, once decided, keep packet order."""
         self.replayed: list[Frame] | None = None
+        self.holding: dict[int, Connection] = {}
+        """Open connections whose first bytes detection holds, by stream."""
         self.ready: deque[Event] = deque()
         self.held: deque[Frame] = deque()
         self.held_bytes = 0
@@ -130,10 +132,13 @@ class _Capture:
         Every connection goes through detection, also those another worker decodes, so
         that the ports it teaches are the same in every worker.
         """
+        if self.parked or self.holding:
+            self._expire()
         decision = self.detector.by_port(conn)
         if decision is None:
             conn.user = Held()
             self.waiting[conn.stream] = packet
+            self.holding[conn.stream] = conn
             return False
         return self._apply(conn, decision)
 
@@ -167,14 +172,15 @@ class _Capture:
 
         Undecided at the end of an open connection's hold: nothing more is held, and it is
         decoded from its next delivery on if its port is learned later. Undecided when it
-        closes: its held bytes wait (within HOLD_TOTAL) for a later connection on its port to
-        be detected, up to the end of the capture.
+        closes, with bytes some protocol partly matched: they wait (within HOLD_TOTAL, and
+        `hold_us` of capture time) for a later connection on its port to be detected.
         """
         decision = self.detector.by_bytes(conn, held, final)
         if decision is None:
             return
+        self.holding.pop(conn.stream, None)
         if decision.spec is None:
-            if closing and self.detector.held_total <= HOLD_TOTAL:
+            if closing and decision.best is not None and self.detector.held_total <= HOLD_TOTAL:
                 self.parked.append((conn, held, decision))
             else:
                 self.waiting.pop(conn.stream, None)
@@ -267,14 +273,28 @@ class _Capture:
         merged.extend(frames[i:])
         self.held = merged
 
+    def _expire(self, everything: bool = False) -> None:
+        """Parked connections closed longer ago than `hold_us` of capture time (or all) stay undecoded,
+        and open connections held that long are decided with what they sent: waiting longer would
+        hold every later frame back (see `waiting`)."""
+        limit = self.now_us - self.options.hold_us
+        for conn in [c for c in self.holding.values() if c.user.first_ts_us < limit]:  # type: ignore[union-attr]
+            self._decide(conn, conn.user, final=True)  # type: ignore[arg-type]
+        still = []
+        for conn, held, undecided in self.parked:
+            if everything or conn.last_ts_us < limit:
+                self.waiting.pop(conn.stream, None)
+                self.detector.held_total -= held.size
+                self._undecoded(conn, held, undecided)
+                conn.user = False
+            else:
+                still.append((conn, held, undecided))
+        self.parked = still
+
     def end(self) -> None:
         """End of the capture: the connections still waiting for their port stay undecoded."""
+        self._expire(everything=True)
         self.waiting.clear()
-        for conn, held, undecided in self.parked:
-            self.detector.held_total -= held.size
-            self._undecoded(conn, held, undecided)
-            conn.user = False
-        self.parked = []
 
     def _framer(self, conn: Connection, spec: ProtocolSpec, observe: bool = False) -> ConnectionFramer:
         """The connection's framer; `observe`: its session only learns run state, its output is dropped."""
