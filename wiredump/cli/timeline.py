@@ -19,6 +19,7 @@ from rich.text import Text
 
 from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, UsageError, app, make_options
 from wiredump.cli.columns import ColumnsError, FieldColumns, parse_options
+from wiredump.cli.notes import CaptureNotes
 from wiredump.cli.output import Out
 from wiredump.cli.render import (
     TIME_FORMATS,
@@ -127,6 +128,9 @@ class TimelinePrinter:
         self.clock = Clock(opts.time)
         self.shown = 0
         self.truncated: list[str] = []
+        self.notes = CaptureNotes(summarise_snap=not opts.all_anomalies)
+        self.said: list[str] = []
+        """End-of-capture notes (no broker traffic, snap-length summary) for stderr."""
         self._json_first = True
 
     def frame(self, f: Frame, capture: str, item: Item) -> None:
@@ -206,9 +210,12 @@ class TimelinePrinter:
             sys.stdout.write(opts.columns.header() + "\n")
         if opts.count is not None and opts.count <= 0:
             return
+        notes = self.notes
         for item in items:
             ev = item.ev
             kind = ev.kind
+            if notes.feed(ev):
+                continue  # a snap-length note: summarised at the capture's end
             if not started:
                 self.clock.start(run.info.first_ts_us)
                 if flt is not None:
@@ -234,6 +241,7 @@ class TimelinePrinter:
                         self.anomaly(a, run.info.packet_ts(a.packet))
             elif kind == CAPTURE_END:
                 started = False
+                self.said += notes.end(ev, ev.obj.name if len(run.paths) > 1 else None)
                 if ev.obj.truncated:
                     self.truncated.append(f"{ev.obj.name}: capture is truncated: {ev.obj.truncated}")
 
@@ -459,6 +467,8 @@ def timeline(
         printer.run(run, annotate(run.events()))
     finally:
         printer.finish()
+    for t in printer.said:
+        typer.echo(f"wiredump: {t}", err=True)
     for t in printer.truncated:
         typer.echo(f"wiredump: {t}", err=True)
     if printer.truncated:

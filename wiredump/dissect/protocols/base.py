@@ -94,6 +94,8 @@ class ProtocolSpec(ABC):
     """Registration data for one protocol: name, ports, detection, sessions."""
 
     name: str = ""
+    title: str = ""
+    """The name as people write it in prose (`TANK`); empty: the name capitalised (`Kafka`)."""
     ports: tuple[int, ...] = ()
     """Well-known server ports: a connection on one of them is this protocol's, whatever its bytes."""
     max_frame: int = 0

@@ -10,6 +10,7 @@ from wiredump.dissect.protocols.tank.session import TankSession
 
 class TankSpec(ProtocolSpec):
     name = "tank"
+    title = "TANK"
     ports = (11011,)
     max_frame = C.MAX_FRAME
     """The broker's own 256 MiB payload cap plus the header (see constants.MAX_FRAME)."""
