@@ -64,7 +64,7 @@ def make_options(decode_as: list[str] | None, keep_bytes: bool = False) -> Optio
 
 
 # Each command lives in its own module and registers itself on `app` when imported.
-COMMAND_MODULES = ("timeline", "export", "show", "stats", "follow", "check", "spark")
+COMMAND_MODULES = ("timeline", "export", "show", "stats", "follow", "check", "spark", "fields")
 
 
 def _load_commands() -> None:
@@ -78,7 +78,7 @@ def _load_commands() -> None:
                 raise
 
 
-SUBCOMMANDS = {"timeline", "export", "show", "stats", "check", "baseline", "spark", "follow"}
+SUBCOMMANDS = {"timeline", "export", "show", "stats", "check", "baseline", "spark", "follow", "fields"}
 
 
 class _NoPandas:
