@@ -204,6 +204,44 @@ def test_kafka_mid_stream_same_result_whatever_workers_and_whatever_came_before(
     assert pq.read_table(tmp_path / "w2" / "frames.parquet").num_rows == len(alone)
 
 
+@pytest.mark.parametrize(
+    ("proto", "name", "port", "cut"),
+    [
+        # Packet 78 falls inside the consumer connection: what is left starts with the broker's
+        # MESSAGE/SUCCESS frames on the client port's side; Pulsar frames look the same either way,
+        # only their commands say who sends them.
+        ("pulsar", "s04-consumer", 6650, 78),
+        ("pulsar", "s01-producer-nobatch", 6650, 85),
+        ("pravega", "p02-batching-multi-segment", 12345, 48),
+        ("pravega", "p06-seal-and-errors", 12345, 31),
+    ],
+)
+def test_symmetric_framing_mid_stream_roles_from_the_commands(
+    tmp_path: Path, proto: str, name: str, port: int, cut: int
+) -> None:
+    """Pulsar and Pravega mid-stream on ODD with lower client ports: every frame after the cut, each
+    on the side that sent it (independent decodes: X.summary.json frames, X.frames.tsv)."""
+    cap = capture(proto, name)
+    var = V.write(cap, ports(cap.recs[cut:], lambda p: ODD if p == port else low(p)), tmp_path / "mid.pcap")
+    frames, _, conns = decode(var)
+    if proto == "pulsar":
+        import json
+
+        ref = json.loads((CAPTURES / proto / f"{name}.summary.json").read_text())["frames"]
+        rows = [
+            ("client" if f["dir"] == "c2s" else "server", f["first_packet"], f["last_packet"], f["type"])
+            for f in ref
+        ]
+    else:
+        ref = tsv_rows(CAPTURES / proto / f"{name}.frames.tsv")
+        rows = [(role(r["dir"]), int(r["first_frame"]), int(r["last_frame"]), r["type"]) for r in ref]
+    want = sorted((r, first - cut, last - cut, t) for r, first, last, t in rows if first > cut)
+    assert want
+    assert sorted((f.role, f.first_packet, f.packet, f.type) for f in frames) == want
+    talking = [c for c in conns if c.bytes_client or c.bytes_server]
+    assert {(c.protocol, c.server_port) for c in talking} == {(proto, ODD)}
+
+
 # -- a port detected on one connection is that protocol's on the others -------------------------------
 def lone_request(name: str, stream_first: int) -> tuple[list[V.Rec], dict[str, str]]:
     """The handshake and first request of the connection whose SYN is packet `stream_first`, and its TSV row."""

@@ -14,6 +14,15 @@ gives the same answer whatever was dissected before it and whatever `--workers`)
    when it reaches `CERTAIN`. A connection below the minimum is undecoded: no frames,
    no protocol in the connections table.
 
+A connection is scored each time the other side speaks (at most EARLY_TRIES times) and
+decided at once at CERTAIN; otherwise when its hold is full, when it closes, or after the
+run's `hold_us` of capture time. Undecided when it closes but partly matched, it waits
+(parked, within HOLD_TOTAL and `hold_us`) for a later connection to teach its port;
+undecided while open, it is dropped and decoded from its next bytes on if its port is
+taught later. The pipeline replays the held deliveries into the chosen protocol's framer
+with their own packets and times, and keeps later frames back meanwhile so that frames
+still leave in packet order.
+
 Detection runs on every connection, also on those another worker decodes, so that what
 step 3 remembers is the same in every worker.
 """
