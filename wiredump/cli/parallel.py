@@ -62,7 +62,7 @@ class _Collect:
 def _worker(job: Job, conn: Any) -> None:
     """Runs in a child: formats its shard's lines and sends [(capture, packet, text)…] batches."""
     from wiredump.cli import timeline as tl
-    from wiredump.cli.source import Run, annotate
+    from wiredump.cli.source import Run, annotate, in_packet_order
     from wiredump.dissect.capture import CaptureError
     from wiredump.dissect.filter import compile_filter
     from wiredump.dissect.pipeline import ANOMALY, CAPTURE_END, FRAME
@@ -89,7 +89,7 @@ def _worker(job: Job, conn: Any) -> None:
         started = False
         flt = opts.filter
         show_anomalies = job.fmt == "text" and flt is None
-        for item in annotate(run.events()):
+        for item in in_packet_order(annotate(run.events())):
             ev = item.ev
             if not started:
                 printer.clock.start(run.info.first_ts_us)

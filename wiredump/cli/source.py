@@ -11,6 +11,7 @@ first two, and `annotate` holds a frame back only until that verdict is known.
 
 from __future__ import annotations
 
+import heapq
 import os
 import sys
 import time
@@ -318,3 +319,43 @@ def annotate(events: Iterable[Event]) -> Iterator[Item]:
         if head.reply is _PENDING:
             head.reply = None
         yield head
+
+
+# -- line order ------------------------------------------------------------------------------------
+REORDER_WINDOW = 256
+"""Lines the timeline keeps to put a late one in its packet's place (see `in_packet_order`)."""
+
+
+def in_packet_order(items: Iterable[Item], window: int = REORDER_WINDOW) -> Iterator[Item]:
+    """The frames and anomalies of `items` sorted by their packet number within a window.
+
+    The pipeline hands out events in the order it learns them. A few are learnt after
+    later packets were read: a frame TCP can deliver only once a retransmission fills a
+    hole or a gap is declared, a resync found some packets after the gap it follows, an
+    out-of-order note. Keeping up to `window` lines and always printing the one with the
+    smallest packet number puts each of those in its place when it comes at most
+    `window` lines late; later than that it is printed where it is found. Exchanges pass
+    straight through (nothing prints them); any other event (a connection's totals, the
+    end of a capture) first lets out everything kept. `window` 0 keeps nothing (`-l`).
+    """
+    if window <= 0:
+        yield from items
+        return
+    heap: list[tuple[int, int, Item]] = []
+    seq = 0
+    push, pop = heapq.heappush, heapq.heappop
+    for item in items:
+        kind = item.ev.kind
+        if kind == FRAME or kind == ANOMALY:
+            push(heap, (item.ev.obj.packet, seq, item))
+            seq += 1
+            if len(heap) > window:
+                yield pop(heap)[2]
+        elif kind == EXCHANGE:
+            yield item
+        else:
+            while heap:
+                yield pop(heap)[2]
+            yield item
+    while heap:
+        yield pop(heap)[2]

@@ -38,7 +38,7 @@ from wiredump.cli.render import (
     rich_line,
     rich_tree_line,
 )
-from wiredump.cli.source import Item, Progress, Run, annotate
+from wiredump.cli.source import REORDER_WINDOW, Item, Progress, Run, annotate, in_packet_order
 from wiredump.dissect.fields import FieldContext
 from wiredump.dissect.filter import DisplayFilter, FilterError, compile_filter
 from wiredump.dissect.model import Anomaly, Frame
@@ -464,7 +464,8 @@ def timeline(
     run = Run(captures, options, progress=show_progress)
     printer = TimelinePrinter(out, opts)
     try:
-        printer.run(run, annotate(run.events()))
+        window = 0 if line_buffered else REORDER_WINDOW  # -l: each line as soon as it is known
+        printer.run(run, in_packet_order(annotate(run.events()), window))
     finally:
         printer.finish()
     for t in printer.said:

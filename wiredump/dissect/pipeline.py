@@ -379,7 +379,20 @@ class _Capture:
 
     # -- ordering ----------------------------------------------------------------------------
     def release(self, final: bool = False) -> Iterator[Event]:
+        """The events that may leave now, in packet order as far as the hold bounds allow.
+
+        Frames leave in the order they completed, except that a request waiting for its
+        response holds back every frame after it (within `hold_frames`, `hold_bytes` and
+        `hold_us`). Events without a frame (`ready`: gaps, resyncs, TCP events, exchanges)
+        are interleaved with the held frames: an anomaly goes out before the first frame
+        that completes in a later or the same packet, so that a gap line comes before the
+        frames it breaks. What is learnt only after later packets were read (a frame TCP
+        delivers once a retransmission or a declared gap fills its hole, a resync found
+        some packets after its gap) leaves when it is learnt; the timeline puts such lines
+        back in place within a window (`cli.source.in_packet_order`, docs/terminal.md).
+        """
         held = self.held
+        ready = self.ready
         limit_ts = self.now_us - self.options.hold_us
         max_frames, max_bytes = self.options.hold_frames, self.options.hold_bytes
         barrier = min(self.waiting.values()) if self.waiting else None
@@ -393,14 +406,29 @@ class _Capture:
                 and f.ts_us >= limit_ts
             ):
                 break
+            while ready and (ready[0].kind != ANOMALY or ready[0].obj.packet <= f.packet):
+                yield ready.popleft()
             held.popleft()
             self.held_bytes -= f.length
             yield Event(FRAME, f, self.name)
             for a in f.anomalies:
                 yield Event(ANOMALY, a, self.name, f)
-        ready = self.ready
+        first = held[0].packet if held else None
         while ready:
+            ev = ready[0]
+            if (
+                first is not None
+                and ev.kind == ANOMALY
+                and ev.obj.packet > first
+                and len(ready) <= MAX_READY_HELD
+            ):
+                break
             yield ready.popleft()
+
+
+MAX_READY_HELD = 65_536
+"""Anomalies kept waiting behind held frames at most; past that they go out of order rather than
+grow without bound (the frames themselves are held only within `hold_frames`/`hold_bytes`/`hold_us`)."""
 
 
 class _Discard:
