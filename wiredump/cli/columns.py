@@ -11,9 +11,9 @@ fields` lists them). `-E` takes tshark's options:
     quote=d|s|n       quote each value with " or ' or not at all (default n)
 
 Values print as tshark prints them: numbers as digits, booleans as 1/0, times in
-seconds with 9 decimals, bytes as hex. Strings from the wire are escaped so that no
-control character reaches the terminal or breaks the line: `\\t \\n \\r \\\\` and
-`\\xNN` for every other control byte (ESC is `\\x1b`).
+seconds with 9 decimals, bytes as hex. Strings from the wire are escaped (`cli.escape`)
+so that no control character reaches the terminal or breaks the line (`\\t`, `\\n`,
+ESC as `\\x1b`…).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from wiredump.cli.escape import escape
 from wiredump.dissect.fields import TIME_FIELDS, FieldContext, closest, registry
 from wiredump.dissect.filter import COLUMNS
 from wiredump.dissect.model import Frame
@@ -94,28 +95,6 @@ def _split_options(item: str) -> list[str]:
     if cur:
         parts.append(cur)
     return parts
-
-
-def escape(text: str) -> str:
-    """A wire string made safe for one line of a terminal or a text pipe."""
-    if text.isprintable() and "\\" not in text:
-        return text
-    out = []
-    for ch in text:
-        if ch == "\\":
-            out.append("\\\\")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif not ch.isprintable() and ch != " ":
-            code = ord(ch)
-            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
-        else:
-            out.append(ch)
-    return "".join(out)
 
 
 def _format(value: Any, seconds: bool) -> str:

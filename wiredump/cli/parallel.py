@@ -41,6 +41,7 @@ class Job:
     mark_fields: list[str]
     shard: tuple[int, int]
     progress: bool
+    values: str = "short"
 
 
 class _Collect:
@@ -77,6 +78,7 @@ def _worker(job: Job, conn: Any) -> None:
             all_anomalies=job.all_anomalies,
             marks=job.marks,
             mark_fields=job.mark_fields,
+            values=job.values,
         )
         run = Run(job.captures, replace(job.options, shard=job.shard), progress=job.progress)
         out = _Collect()

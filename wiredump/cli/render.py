@@ -266,7 +266,40 @@ MAX_LIST_ITEMS = 2000
 MAX_BYTES_SHOWN = 64
 
 
+VALUES = ("none", "short", "full")
+"""How much of each message's key and value -V and show print (`--values`)."""
+VALUE_WIDTH = 64
+"""`--values short`: characters of a text key/value shown (bytes: VALUE_WIDTH // 2, as hex)."""
+
+
+class Shown(str):
+    """A key or value already rendered for the tree (escaped, maybe truncated); `kind` is its type column,
+    which keeps the full length (`bytes[300]`) when the text is cut."""
+
+    kind: str = ""
+
+
+def shown_bytes(b: bytes, mode: str) -> Shown:
+    """A message key or value as text when it is UTF-8 (escaped, quoted), else hex; cut in `short` mode."""
+    try:
+        text: str | None = b.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    cut = mode == "short"
+    if text is not None:
+        more = cut and len(text) > VALUE_WIDTH
+        out = Shown('"' + escape(text[:VALUE_WIDTH] if more else text, '"') + '"' + ("…" if more else ""))
+    else:
+        limit = VALUE_WIDTH // 2
+        more = cut and len(b) > limit
+        out = Shown((b[:limit] if more else b).hex(" ") + (" …" if more else "") if b else "(empty)")
+    out.kind = f"bytes[{len(b)}]"
+    return out
+
+
 def type_name(v: Any) -> str:
+    if isinstance(v, Shown):
+        return v.kind
     if v is None:
         return "null"
     if isinstance(v, bool):
@@ -287,6 +320,8 @@ def type_name(v: Any) -> str:
 
 
 def scalar_text(v: Any) -> str:
+    if isinstance(v, Shown):
+        return str(v)
     if v is None:
         return "null"
     if isinstance(v, bool):
@@ -347,8 +382,13 @@ def tree(value: Any, key: str = "", depth: int = 0) -> Iterator[TreeLine]:
     yield TreeLine(depth, key, scalar_text(value), type_name(value))
 
 
-def message_tree(messages: list[Message]) -> dict[str, Any]:
-    """The carried messages as a tree node (values shown by size, keys as text when printable)."""
+def message_tree(messages: list[Message], values: str = "short") -> dict[str, Any]:
+    """The carried messages as a tree node.
+
+    `values`: `none` shows sizes only (key_size, header value lengths); `short` each key, value and header value as escaped
+    text (hex when not UTF-8) cut at VALUE_WIDTH, the full length in the type column;
+    `full` the whole of them.
+    """
     out = []
     for m in messages:
         d: dict[str, Any] = {"direction": m.direction}
@@ -357,8 +397,13 @@ def message_tree(messages: list[Message]) -> dict[str, Any]:
             if v is not None:
                 d[name] = v
         if m.key is not None:
-            d["key"] = _printable(m.key)
+            if values == "none":
+                d["key_size"] = len(m.key)
+            else:
+                d["key"] = shown_bytes(m.key, values)
         d["value_size"] = m.value_size
+        if m.value is not None and values != "none":
+            d["value"] = shown_bytes(m.value, values)
         if m.timestamp_ms is not None:
             d["timestamp"] = (
                 datetime.fromtimestamp(m.timestamp_ms / 1000, tz=timezone.utc)
@@ -368,7 +413,10 @@ def message_tree(messages: list[Message]) -> dict[str, Any]:
                 else m.timestamp_ms
             )
         if m.headers:
-            d["headers"] = {k: (_printable(v) if v is not None else None) for k, v in m.headers}
+            d["headers"] = {
+                k: None if v is None else len(v) if values == "none" else shown_bytes(v, values)
+                for k, v in m.headers
+            }
         if m.compression:
             d["compression"] = m.compression
         if m.checksum_ok is not None:
@@ -379,16 +427,8 @@ def message_tree(messages: list[Message]) -> dict[str, Any]:
     return {f"messages ({len(messages)})": out}
 
 
-def _printable(b: bytes) -> str | bytes:
-    try:
-        s = b.decode("utf-8")
-    except UnicodeDecodeError:
-        return b
-    return s if s.isprintable() else b
-
-
-def detail_lines(f: Frame) -> Iterator[TreeLine]:
-    """The whole detail of a frame: header facts, fields, messages, anomalies."""
+def detail_lines(f: Frame, values: str = "short") -> Iterator[TreeLine]:
+    """The whole detail of a frame: header facts, fields, messages (keys and values per `values`), anomalies."""
     head = {
         "frame": {
             "protocol": f.protocol,
@@ -411,7 +451,7 @@ def detail_lines(f: Frame) -> Iterator[TreeLine]:
     yield TreeLine(0, "fields", "", "struct")
     yield from tree(f.fields, "", 1)
     if f.messages:
-        yield from tree(message_tree(f.messages))
+        yield from tree(message_tree(f.messages, values))
     if f.anomalies:
         yield TreeLine(0, f"anomalies ({len(f.anomalies)})", "", "list")
         for a in f.anomalies:

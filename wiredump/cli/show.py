@@ -15,6 +15,8 @@ from wiredump.cli.timeline import (
     Filter,
     TimelineOptions,
     TimelinePrinter,
+    Values,
+    check_values,
     compile_or_exit,
     marks_or_fail,
 )
@@ -53,6 +55,7 @@ def show(
     ] = None,
     display_filter: Filter = None,
     decode_as: DecodeAs = None,
+    values: Values = "short",
     color: Color = None,
 ) -> None:
     wanted = set(packet)
@@ -63,6 +66,7 @@ def show(
         hex=hex_,
         marks=marks_or_fail(mark),
         mark_fields=mark_names(mark),
+        values=check_values(values),
     )
     run = Run(captures, make_options(decode_as, keep_bytes=hex_))
     out = Out(color)
@@ -74,6 +78,8 @@ def show(
         ev = item.ev
         if not started:
             printer.clock.start(run.info.first_ts_us)
+            if opts.filter is not None:
+                opts.filter.start_capture(run.info.first_ts_us)
             started = True
         if ev.kind == "capture_end":
             started = False

@@ -23,6 +23,7 @@ from wiredump.cli.notes import CaptureNotes
 from wiredump.cli.output import Out
 from wiredump.cli.render import (
     TIME_FORMATS,
+    VALUES,
     Clock,
     detail_lines,
     field_marks,
@@ -85,6 +86,23 @@ Color = Annotated[
         "E.g. --no-color.",
     ),
 ]
+Values = Annotated[
+    str,
+    typer.Option(
+        "--values",
+        help="With -V (and in show): each message's key, value and header values — none (sizes only), "
+        "short (escaped text, hex when binary, cut at 64 characters with the full length shown; the "
+        "default) or full. E.g. -V --values full.",
+    ),
+]
+
+
+def check_values(values: str) -> str:
+    if values not in VALUES:
+        raise UsageError(f"--values takes none, short or full, not {values!r}")
+    return values
+
+
 ProgressOpt = Annotated[
     bool,
     typer.Option(
@@ -117,6 +135,8 @@ class TimelineOptions:
     mark_fields: list[str] = field(default_factory=list)
     columns: FieldColumns | None = None
     """-T fields: the -e columns."""
+    values: str = "short"
+    """-V: how much of each message's key and value (`--values none|short|full`)."""
 
 
 class TimelinePrinter:
@@ -156,7 +176,7 @@ class TimelinePrinter:
 
     def detail(self, f: Frame) -> None:
         out = self.out
-        for t in detail_lines(f):
+        for t in detail_lines(f, self.opts.values):
             if out.rich:
                 out.line("", lambda t=t: rich_tree_line(t), wrap=True)
             else:
@@ -375,6 +395,7 @@ def timeline(
             "E.g. -Y 'kafka.topic == orders' -w orders.pcap.",
         ),
     ] = None,
+    values: Values = "short",
     color: Color = None,
     progress: ProgressOpt = True,
 ) -> None:
@@ -409,6 +430,7 @@ def timeline(
         marks=marks_or_fail(mark),
         mark_fields=mark_names(mark),
         columns=columns,
+        values=check_values(values),
     )
     if write is not None:
         from wiredump.cli.pcapwrite import write_matching
@@ -448,6 +470,7 @@ def timeline(
             all_anomalies=opts.all_anomalies,
             marks=opts.marks,
             mark_fields=opts.mark_fields,
+            values=opts.values,
             shard=(0, n),
             progress=show_progress,
         )
