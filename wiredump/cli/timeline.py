@@ -278,6 +278,29 @@ def check_format(fmt: str) -> str:
     return fmt
 
 
+def mark_fields_or_fail(marks: list[str] | None) -> list[str]:
+    """The `--mark` names of fields, each checked against the declared fields' keys.
+
+    A name matches a decoded field whose path ends with it (`client_id`,
+    `topic_data.0.name`); one that no protocol declares would mark nothing, silently.
+    """
+    import difflib
+
+    from wiredump.dissect.fields import registry
+
+    names = mark_names(marks)
+    if not names:
+        return names
+    keys = {k.rsplit("/", 1)[-1] for d in registry().values() for k in d.keys}
+    for name in names:
+        last = [p for p in name.split(".") if not p.isdigit()][-1:] or [name]
+        if last[0] not in keys:
+            close = difflib.get_close_matches(last[0], sorted(keys), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else " (see `wiredump fields`)"
+            raise UsageError(f"--mark {name!r}: no decoded field is called {last[0]!r}{hint}")
+    return names
+
+
 def marks_or_fail(marks: list[str] | None) -> list[tuple[int, int]]:
     try:
         return parse_marks(marks)
@@ -428,7 +451,7 @@ def timeline(
         time=check_time(time),
         all_anomalies=all_anomalies or verbose,
         marks=marks_or_fail(mark),
-        mark_fields=mark_names(mark),
+        mark_fields=mark_fields_or_fail(mark),
         columns=columns,
         values=check_values(values),
     )
