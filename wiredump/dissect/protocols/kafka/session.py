@@ -673,7 +673,8 @@ class KafkaSession(Session):
                 self._acks0.popitem(last=False)
         if stats:
             f.fields["record_stats"] = stats
-        f.summary = summarize(f, body, None, self.topics)
+        if not self.observe:
+            f.summary = summarize(f, body, None, self.topics)
         return f
 
     def _sasl_authenticate(self, body: dict[str, Any]) -> None:
@@ -777,7 +778,8 @@ class KafkaSession(Session):
         else:
             req = correlator.response(f, corr)
         if req is None:
-            self._guess(f, data, complete)
+            if not self.observe:  # a guess teaches nothing: observers skip it
+                self._guess(f, data, complete)
             return f
         api_key, version = req.context if isinstance(req.context, tuple) else (-1, -1)
         f.type, f.type_code, f.version = req.type, req.type_code, version
@@ -852,7 +854,8 @@ class KafkaSession(Session):
             if api_key == 17 and corr in self._handshakes and not body.get("error_code"):
                 self.sasl_raw = True
         self._handshakes.pop(corr, None)
-        f.summary = summarize(f, body, req, self.topics)
+        if not self.observe:
+            f.summary = summarize(f, body, req, self.topics)
         return f
 
     def _answers(self, data: bytes, req: Frame) -> bool:
