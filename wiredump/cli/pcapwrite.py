@@ -3,15 +3,17 @@
 Two passes over the capture. The first decodes it and notes, for every frame the
 filter keeps, its connection, its direction and the packets that carried its first
 and last byte — plus, for a kept response, the same for the request it answers (a
-Kafka response cannot be decoded without its request). The second reads the packets
+protocol may need the request to decode the response). The second reads the packets
 again and writes, unchanged:
 
 - every packet of a kept frame's connection and direction, between the packets of
   its first and last byte, that carries TCP payload (the frame's bytes travelled
   there; a packet shared with a neighbouring frame carries that one's bytes too);
-- the connection's handshake: its SYN packets and the payload-less packets before
-  its first payload (the ACK that completes the handshake), so the small capture
-  shows where each connection starts and which side is the client.
+- every packet of the connection that carries no payload: its handshake (SYN,
+  SYN-ACK, ACK), its ACKs, FIN and RST. They are small, and they are what lets a
+  reader order the two sides across the bytes left out: an ACK tells that the
+  bytes before a kept request were sent, so the request is decoded before its
+  answer and the two are paired as in the original.
 
 The output is a classic pcap in the capture's link type; its time precision is the
 capture's (µs, or ns for a nanosecond pcap — wiredump reads times to the µs, so the
@@ -131,7 +133,6 @@ def write_packets(path: str, out_path: str, sel: Selection) -> int:
     nano = bool(getattr(reader, "_nano", False))
     linktype: int | None = reader.linktype
     written = 0
-    seen_payload: set[tuple[Endpoint, Endpoint]] = set()
     try:
         fh = open(out_path, "wb")  # noqa: SIM115 - closed below
     except OSError as e:
@@ -151,16 +152,14 @@ def write_packets(path: str, out_path: str, sel: Selection) -> int:
                 continue
             keep = False
             if seg.flags & SYN:
-                seen_payload.discard(conn)
                 keep = True
             elif seg.payload or seg.missing:
-                seen_payload.add(conn)
                 keep = any(
                     (s := spans.get((stream, role))) is not None and _inside(s, rec.number)
                     for stream in by_tuple[conn]
                 )
-            elif conn not in seen_payload:
-                keep = True  # the ACK that completes the handshake
+            else:
+                keep = True  # handshake, ACKs, FIN, RST: what lets the reader order the two sides
             if not keep:
                 continue
             if linktype is None:
