@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -64,8 +65,9 @@ def no_internal_errors(request: pytest.FixtureRequest, monkeypatch: pytest.Monke
 
     Watched in two places: the one function that makes every internal_error anomaly
     (`internal.internal_error`, which the engine calls through its module) and the events of
-    `pipeline.dissect_capture`, which `dissect`, the CLI and the Spark export all go through (so
-    an internal_error anomaly made any other way is caught too). What is seen is appended to a
+    `pipeline.dissect_capture` (and every module that imported that name), which `dissect`, the
+    CLI and the Spark export all go through (so an internal_error anomaly made any other way is
+    caught too). What is seen is appended to a
     file, so that workers forked by `--workers` report to the test that started them.
     """
     if request.node.get_closest_marker(INTERNAL_ERROR_MARK):
@@ -96,6 +98,11 @@ def no_internal_errors(request: pytest.FixtureRequest, monkeypatch: pytest.Monke
 
     monkeypatch.setattr(internal, "internal_error", watched_make)
     monkeypatch.setattr(pipeline, "dissect_capture", watched_dissect_capture)
+    import wiredump.cli.source  # noqa: F401  (binds dissect_capture at import: patched below too)
+
+    for mod in list(sys.modules.values()):
+        if getattr(mod, "dissect_capture", None) is real_dissect_capture:
+            monkeypatch.setattr(mod, "dissect_capture", watched_dissect_capture)
     yield
     if log.exists():
         seen = log.read_text().splitlines()
