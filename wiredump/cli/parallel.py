@@ -85,7 +85,7 @@ def _worker(job: Job, conn: Any) -> None:
         printer = tl.TimelinePrinter(out, opts)
         json_lines: list[str] = []
         if job.fmt == "jsonl":
-            printer._json = lambda f, capture: json_lines.append(_json_line(f, capture))  # type: ignore[method-assign]
+            printer._json = lambda f, capture: json_lines.append(_json_line(f, capture, job.detail))  # type: ignore[method-assign]
         batch: list[tuple[int, int, bool, str]] = []
         cap_index = 0
         started = False
@@ -138,12 +138,10 @@ def _worker(job: Job, conn: Any) -> None:
         conn.close()
 
 
-def _json_line(f: Any, capture: str) -> str:
-    import json
+def _json_line(f: Any, capture: str, verbose: bool = False) -> str:
+    from wiredump.cli.jsonout import frame_json
 
-    from wiredump.dissect.tables import frame_row, json_row
-
-    return json.dumps(json_row("frames", frame_row(f, capture)), ensure_ascii=False)
+    return frame_json(f, capture, verbose)
 
 
 class WorkerError(Exception):

@@ -7,7 +7,6 @@ table's rows instead, `-Y` keeps the frames a display filter matches.
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from collections.abc import Iterable
