@@ -89,6 +89,17 @@ def test_fields_lines_are_tsharks(
         assert api[digits] in EMBEDDED_TOPICS, line
 
 
+@pytest.mark.parametrize("flt", ["kafka.error != 0", "kafka.error == 0 && kafka.api_key == 3"])
+def test_fields_error_codes_are_tsharks(capsys: pytest.CaptureFixture[str], captures: Path, flt: str) -> None:
+    """Every error code of a frame, once each (tshark's semantics for != on a repeated field)."""
+    path = captures / PINNED
+    fields = ["-e", "frame.number", "-e", "kafka.error", "-e", "kafka.api_key", "-E", "header=y"]
+    expected = tshark("-r", str(path), "-Y", flt, "-T", "fields", *fields)
+    assert len(expected.splitlines()) > 1
+    r = run_cli(capsys, path, "-Y", flt, "-T", "fields", *fields)
+    assert r.code == 0 and r.out == expected
+
+
 def test_fields_values_escape_and_types(capsys: pytest.CaptureFixture[str], captures: Path) -> None:
     """Booleans 1/0, times with 9 decimals, record keys as hex: as tshark prints them."""
     path = captures / PINNED

@@ -139,6 +139,8 @@ class FieldContext:
         plain, parented = self._plain, self._parented
         if isinstance(node, dict):
             for k, v in node.items():
+                if isinstance(k, str) and k.startswith("_"):
+                    continue  # the decoder's derived summaries (`_errors`) repeat fields found elsewhere
                 slots = plain.get(k)
                 pslots = parented.get((parent, k)) if parented else None
                 if slots:

@@ -14,7 +14,8 @@ A filter names the columns of the frames table (plus a few conveniences such as
 Semantics, chosen to match Wireshark's: a comparison with a column that has no
 value (null) is false, whichever the operator (so `error_code != 0` keeps only frames
 that carry an error code other than 0); a multi-valued column (`topic`, `anomaly`)
-matches when any of its values does. A bare word on the right of an operator is a
+matches when any of its values does, except `!=`, which (as in Wireshark 3.6+) is
+`!(… == …)` on a frame that has the field: none of its values is equal. A bare word on the right of an operator is a
 string (`type == Produce`). Numbers may carry a time unit (`us`, `ms`, `s`) that turns
 them into microseconds.
 
@@ -592,6 +593,15 @@ def _build(node: Node) -> Predicate:
             return False
 
     if col.multi:
+        if node.op == "!=":
+            # tshark (3.6+): `a != b` is `!(a == b)` on a frame that has the field: no value equals b
+            equal = _compare_one("==", node.values)
+
+            def none_equal(f: Frame, c: str) -> bool:
+                values = get(f, c)
+                return bool(values) and not any(equal(x) for x in values)
+
+            return none_equal
         return lambda f, c: any(safe(x) for x in get(f, c))
 
     def pred(f: Frame, c: str) -> bool:
