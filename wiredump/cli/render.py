@@ -159,6 +159,8 @@ class Parts:
     badges: list[str]
     summary: str
     error: bool
+    error_name: str = ""
+    """The error's name (escaped), also when the summary already says it (see `rich_line`)."""
 
 
 def endpoint(host: str, port: int | None) -> str:
@@ -193,6 +195,7 @@ def parts(f: Frame, time: str, reply: str | None = None, after: str | None = Non
         badges(f, reply, after),
         escape(f.summary),
         bool(f.error),
+        escape(f.error) if f.error else "",
     )
 
 
@@ -211,7 +214,13 @@ def plain_line(p: Parts) -> str:
 
 
 def rich_line(p: Parts, width: int) -> Text:
-    """The same line styled; endpoints shrink to ports in a narrow terminal."""
+    """The same line styled, fitted to `width` so that status and error stay in sight.
+
+    Endpoints shrink to the arrow below 140 columns. When the summary names the error
+    and would be cut, the error becomes a badge; when the badges themselves would not
+    fit, the peer (then the id) gives way. Only the summary (the topic list…) is ever
+    cut, with an ellipsis.
+    """
     t = Text(no_wrap=True, overflow="ellipsis", end="")
     t.append(f"{p.packet:>6} ", "dim")
     t.append(f"{p.time:>10} ", "dim")
@@ -225,11 +234,28 @@ def rich_line(p: Parts, width: int) -> Text:
         t.append(f"{p.arrow} ", "bold")
     t.append(f"{p.protocol:<7} ", PROTOCOL_STYLES.get(p.protocol, "bold"))
     t.append(p.type, "bold red" if p.error else "bold")
-    if p.cid:
-        t.append(f" {p.cid}", "cyan")
-    if p.peer:
-        t.append(f" {p.peer}", "green" if p.peer.startswith("←") else "dim green")
-    for b in p.badges:
+    shown = list(p.badges)
+    cid = f" {p.cid}" if p.cid else ""
+    peer = f" {p.peer}" if p.peer else ""
+    badges_len = sum(len(b) + 3 for b in shown)
+    if (
+        p.error_name
+        and p.summary
+        and not any(b.startswith("error") for b in shown)
+        and len(t) + len(cid) + len(peer) + badges_len + 2 + len(p.summary) > width
+    ):
+        # The summary names the error but will be cut: a badge keeps the error in sight.
+        shown.append(f"error {p.error_name}")
+        badges_len += len(shown[-1]) + 3
+    if len(t) + len(cid) + len(peer) + badges_len > width:
+        peer = ""
+    if len(t) + len(cid) + badges_len > width:
+        cid = ""
+    if cid:
+        t.append(cid, "cyan")
+    if peer:
+        t.append(peer, "green" if p.peer.startswith("←") else "dim green")
+    for b in shown:
         t.append(" ")
         style = STATUS_STYLES.get(b, BAD_BADGE if b.startswith("error") else "yellow")
         t.append(f"[{b}]", style)
