@@ -217,3 +217,14 @@ def test_write_takes_every_segment_and_the_handshake(
     original = pcap_records(path)
     written = {original.index(rec) + 1 for rec in pcap_records(out)}
     assert written == needed | control
+
+
+def test_write_usage_errors(capsys: pytest.CaptureFixture[str], captures: Path, tmp_path: Path) -> None:
+    path = captures / PINNED
+    r = run_cli(capsys, path, path, "-w", tmp_path / "x.pcap")
+    assert r.code == 2 and "-w reads one capture file" in r.err
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    r = run_cli(capsys, path, "-Y", "kafka", "-w", blocker / "sub.pcap")
+    assert r.code == 2 and r.err.startswith(f"wiredump: -w {blocker / 'sub.pcap'}: cannot be written")
+    assert len(r.err.splitlines()) == 1

@@ -29,6 +29,7 @@ import struct
 import sys
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
 import typer
 
@@ -123,8 +124,8 @@ def _file_header(nano: bool, linktype: int) -> bytes:
     return struct.pack("<IHHiIII", PCAP_MAGIC_NS if nano else PCAP_MAGIC_US, 2, 4, 0, 0, 262144, linktype)
 
 
-def write_packets(path: str, out_path: str, sel: Selection) -> int:
-    """Second pass: copy the selected packets to `out_path`; the number written."""
+def write_packets(path: str, fh: BinaryIO, sel: Selection) -> int:
+    """Second pass: copy the selected packets to `fh`; the number written."""
     spans = sel.finish()
     by_tuple: dict[tuple[Endpoint, Endpoint], list[int]] = {}
     for stream, (client, server) in sel.conns.items():
@@ -133,56 +134,49 @@ def write_packets(path: str, out_path: str, sel: Selection) -> int:
     nano = bool(getattr(reader, "_nano", False))
     linktype: int | None = reader.linktype
     written = 0
-    try:
-        fh = open(out_path, "wb")  # noqa: SIM115 - closed below
-    except OSError as e:
-        raise UsageError(f"-w {out_path}: cannot be written ({e.strerror or e})") from None
-    with fh:
-        header_written = False
-        for rec in reader:
-            seg = parse_tcp(rec.linktype, rec.data)
-            if seg is None:
-                continue
-            a, b = (seg.src, seg.sport), (seg.dst, seg.dport)
-            if (a, b) in by_tuple:
-                conn, role = (a, b), CLIENT
-            elif (b, a) in by_tuple:
-                conn, role = (b, a), "server"
-            else:
-                continue
-            keep = False
-            if seg.flags & SYN:
-                keep = True
-            elif seg.payload or seg.missing:
-                keep = any(
-                    (s := spans.get((stream, role))) is not None and _inside(s, rec.number)
-                    for stream in by_tuple[conn]
-                )
-            else:
-                keep = True  # handshake, ACKs, FIN, RST: what lets the reader order the two sides
-            if not keep:
-                continue
-            if linktype is None:
-                linktype = rec.linktype
-            elif rec.linktype != linktype:
-                raise UsageError(
-                    f"-w: the kept packets use several link types ({linktype}, {rec.linktype}); "
-                    "a pcap file holds one"
-                )
-            if not header_written:
-                fh.write(_file_header(nano, linktype))
-                header_written = True
-            sec, us = divmod(rec.ts_us, 1_000_000)
-            size = len(rec.data)
-            fh.write(
-                struct.pack(
-                    "<IIII", sec & 0xFFFFFFFF, us * 1000 if nano else us, size, max(rec.orig_len, size)
-                )
+    header_written = False
+    for rec in reader:
+        seg = parse_tcp(rec.linktype, rec.data)
+        if seg is None:
+            continue
+        a, b = (seg.src, seg.sport), (seg.dst, seg.dport)
+        if (a, b) in by_tuple:
+            conn, role = (a, b), CLIENT
+        elif (b, a) in by_tuple:
+            conn, role = (b, a), "server"
+        else:
+            continue
+        keep = False
+        if seg.flags & SYN:
+            keep = True
+        elif seg.payload or seg.missing:
+            keep = any(
+                (s := spans.get((stream, role))) is not None and _inside(s, rec.number)
+                for stream in by_tuple[conn]
             )
-            fh.write(rec.data)
-            written += 1
+        else:
+            keep = True  # handshake, ACKs, FIN, RST: what lets the reader order the two sides
+        if not keep:
+            continue
+        if linktype is None:
+            linktype = rec.linktype
+        elif rec.linktype != linktype:
+            raise UsageError(
+                f"-w: the kept packets use several link types ({linktype}, {rec.linktype}); "
+                "a pcap file holds one"
+            )
         if not header_written:
-            fh.write(_file_header(nano, linktype or 1))
+            fh.write(_file_header(nano, linktype))
+            header_written = True
+        sec, us = divmod(rec.ts_us, 1_000_000)
+        size = len(rec.data)
+        fh.write(
+            struct.pack("<IIII", sec & 0xFFFFFFFF, us * 1000 if nano else us, size, max(rec.orig_len, size))
+        )
+        fh.write(rec.data)
+        written += 1
+    if not header_written:
+        fh.write(_file_header(nano, linktype or 1))
     return written
 
 
@@ -196,8 +190,13 @@ def write_matching(
         raise UsageError("-w reads one capture file (not stdin: it is read twice)")
     show = progress and Progress.wanted()
     try:
-        sel = select(captures[0], flt, options, show)
-        n = write_packets(captures[0], out_path, sel)
+        fh = open(out_path, "wb")  # noqa: SIM115 - closed below; opened first so a bad path fails at once
+    except OSError as e:
+        raise UsageError(f"-w {out_path}: cannot be written ({e.strerror or e})") from None
+    try:
+        with fh:
+            sel = select(captures[0], flt, options, show)
+            n = write_packets(captures[0], fh, sel)
     except CaptureError as e:
         raise UsageError(str(e)) from None
     frames = "frame" if sel.frames == 1 else "frames"

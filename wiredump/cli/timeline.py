@@ -67,7 +67,9 @@ Filter = Annotated[
     typer.Option(
         "-Y",
         "--filter",
-        help="Display filter over the frame columns, e.g. -Y 'protocol == kafka && latency_us > 10ms'. "
+        help="Display filter over the frame columns and any decoded field by the protocol's own name "
+        "(wiredump fields lists them), e.g. -Y 'protocol == kafka && latency_us > 10ms', "
+        "-Y 'kafka.topic == \"orders\" && kafka.partition == 3', -Y 'frame.time_relative > 1.5'. "
         "Operators: == != < <= > >= ~ (regex) contains, in {a b 1..5}, && || ! and parentheses; "
         "a bare column (e.g. -Y error) keeps frames where it is set. Columns: the frames table's "
         "(protocol, type, kind, status, error, error_code, latency_us, stream, packet, version, "
@@ -206,9 +208,9 @@ class TimelinePrinter:
             self.out.line(plain_anomaly(a, time))
 
     def _json(self, f: Frame, capture: str) -> None:
-        from wiredump.dissect.tables import frame_row, json_row
+        from wiredump.cli.jsonout import frame_json
 
-        text = json.dumps(json_row("frames", frame_row(f, capture)), ensure_ascii=False)
+        text = frame_json(f, capture, self.opts.detail)
         if self.opts.fmt == "jsonl":
             sys.stdout.write(text + "\n")
             return
