@@ -232,3 +232,22 @@ def test_safe_regex_agrees_with_re_and_never_backtracks() -> None:
     assert SafeRegex("(a+)+b").search("a" * 30 + "b") is True
     assert SafeRegex("(a+)+$").search("a" * 30 + "b") is False
     assert time.process_time() - started < 5
+
+
+def test_field_filters_give_the_same_lines_on_two_workers(
+    capsys: pytest.CaptureFixture[str], captures: Path
+) -> None:
+    """The parallel timeline compiles the same filter in each worker (per-record fields included)."""
+    path = captures / PINNED
+    for flt in (
+        'kafka.topic == "kp-pinned-lz4" && kafka.partition == 0',
+        'kafka.record.key contains "lz4-key-0001"',
+    ):
+        serial = run_cli(capsys, path, "-Y", flt, "--workers", "1")
+        parallel = run_cli(capsys, path, "-Y", flt, "--workers", "2")
+        assert serial.code == parallel.code == 0
+        assert serial.out and parallel.out == serial.out
+    expected = tshark_frames(
+        path, "kafka.message_key contains 6c:7a:34:2d:6b:65:79:2d:30:30:30:31"
+    )  # "lz4-key-0001"
+    assert {int(line.split()[0]) for line in serial.out.splitlines()} == expected

@@ -43,7 +43,7 @@ FRAME_FIELDS = (
         frame="@delta",
     ),
     FieldDecl(
-        "frame.protocol", STR, "Protocol of the frame (kafka, pulsar, pravega, tank)", frame="protocol"
+        "frame.protocol", STR, "Protocol of the frame (a bare protocol name is a field too)", frame="protocol"
     ),
     FieldDecl("tcp.stream", INT, "TCP connection number (as tshark's tcp.stream)", frame="stream"),
     FieldDecl("tcp.srcport", INT, "TCP source port of the frame", frame="src_port"),
