@@ -178,6 +178,11 @@ class _Capture:
         decision = self.detector.by_bytes(conn, held, final)
         if decision is None:
             return
+        for a in decision.errors:
+            a.packet, a.stream = held.first_packet, conn.stream
+            self.on_anomaly(a)
+        if decision.wait:
+            return
         self.holding.pop(conn.stream, None)
         if decision.spec is None:
             if closing and decision.best is not None and self.detector.held_total <= HOLD_TOTAL:

@@ -122,7 +122,8 @@ class ProtocolSpec(ABC):
         next frame in a row, 40 more when one side answers the other (see `trial.Trial`),
         and what only the protocol knows (a greeting, a handshake) on top. A partial frame
         or a header alone is no evidence. The default is the common part, computed by the
-        protocol's own session on the bytes; protocols add their openers. Never raises.
+        protocol's own session on the bytes; protocols add their openers. An exception is
+        a bug (detection reports it as `internal_error` and scores the protocol 0).
         """
         from wiredump.dissect.protocols.trial import trial
 
