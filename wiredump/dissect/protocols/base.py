@@ -120,8 +120,9 @@ class ProtocolSpec(ABC):
         protocol ties with it. Scores mean the same for every protocol: about 30 for one
         whole frame that frames and decodes cleanly from a side's first byte, more for the
         next frame in a row, 40 more when one side answers the other (see `trial.Trial`),
-        and what only the protocol knows (a greeting, a handshake) on top. A partial frame
-        or a header alone is no evidence. The default is the common part, computed by the
+        and what only the protocol knows (a greeting, a handshake) on top; less for a frame
+        that does not decode after clean ones, or of a kind the other side sends (a response
+        from the client). A partial frame or a header alone is no evidence. The default is the common part, computed by the
         protocol's own session on the bytes; protocols add their openers. An exception is
         a bug (detection reports it as `internal_error` and scores the protocol 0).
         """
