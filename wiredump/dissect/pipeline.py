@@ -415,6 +415,7 @@ class _Capture:
                 yield ready.popleft()
             held.popleft()
             self.held_bytes -= _held_size(f)
+            f.released = True
             yield Event(FRAME, f, self.name)
             for a in f.anomalies:
                 yield Event(ANOMALY, a, self.name, f)

@@ -21,6 +21,7 @@ from wiredump.dissect.model import (
     EVENT,
     MALFORMED,
     OK,
+    PRODUCE,
     REQUEST,
     RESPONSE,
     UNDECODABLE,
@@ -28,6 +29,7 @@ from wiredump.dissect.model import (
     UNSUPPORTED_VERSION,
     Anomaly,
     Frame,
+    Message,
 )
 from wiredump.dissect.protocols.base import NEED_MORE, NOT_A_FRAME, ConnContext, Session
 from wiredump.dissect.protocols.kafka import embedded, schema, topics
@@ -595,7 +597,12 @@ class KafkaSession(Session):
             rc = RecordContext(
                 frame, direction, limits, topic, partition, partial_ok, start, emit, stats, messages
             )
-            return decode_record_set(data, rc)
+            if direction != PRODUCE:
+                return decode_record_set(data, rc)
+            first = len(frame.messages)
+            out = decode_record_set(data, rc)
+            _await_offsets(frame.messages, first)
+            return out
 
         return hook
 
@@ -847,6 +854,8 @@ class KafkaSession(Session):
             f.fields["record_stats"] = stats
         if body is not None:
             self.topics.learn(body)
+            if api_key == 0 and req.messages and not req.released:
+                _assign_offsets(req.messages, body, self.topics)
             if api_key in (11, 14):
                 req_body = req.fields.get("body") if isinstance(req.fields, dict) else None
                 ptype = req_body.get("protocol_type") if isinstance(req_body, dict) else None
@@ -1007,6 +1016,70 @@ def _request_header(data: bytes, hv: int, header: dict[str, Any]) -> int:
         BodyDecoder(cur, None).tagged({}, header, [])
         pos = cur.pos
     return pos
+
+
+def _await_offsets(messages: list[Message], first: int) -> None:
+    """The records of one partition a Produce request carries, from `messages[first]` on.
+
+    A producer numbers them from 0 (the batch's base offset and each record's offset delta);
+    the broker stores them one after the other from the base offset its answer gives for the
+    partition. Until that answer is seen the offset is unknown (null): the place among the
+    partition's records is kept as `offset_delta`.
+    """
+    for delta in range(len(messages) - first):
+        m = messages[first + delta]
+        m.offset_delta = delta
+        m.offset = None
+
+
+def _assign_offsets(messages: list[Message], body: dict[str, Any], names: topics.TopicNames) -> None:
+    """Give a Produce request's records their offsets from its response: base offset + delta.
+
+    Only for the partitions answered without error and with a base offset (-1 when the broker
+    does not say, e.g. acks=0 or an error); the others keep a null offset. A topic-partition
+    answered twice with different base offsets is ambiguous and left null too.
+    """
+    bases: dict[tuple[str, int], int | None] = {}
+    for t in body.get("responses") or ():
+        if not isinstance(t, dict):
+            continue
+        keys = _topic_keys(t, names)
+        for p in t.get("partition_responses") or ():
+            if not isinstance(p, dict):
+                continue
+            index, base = p.get("index"), p.get("base_offset")
+            if (
+                not isinstance(index, int)
+                or p.get("error_code") != 0
+                or not isinstance(base, int)
+                or base < 0
+            ):
+                continue
+            for k in keys:
+                seen = bases.setdefault((k, index), base)
+                if seen != base:
+                    bases[(k, index)] = None
+    if not bases:
+        return
+    for m in messages:
+        if m.offset_delta is None or m.topic is None or m.partition is None:
+            continue
+        base = bases.get((m.topic, m.partition))
+        if base is not None:
+            m.offset = base + m.offset_delta
+
+
+def _topic_keys(t: dict[str, Any], names: topics.TopicNames) -> list[str]:
+    """The names a record of topic structure `t` may carry: its name, or its id's name and the id
+    (a record is named as `_locate` named it when the request was decoded)."""
+    name = t.get("name")
+    if isinstance(name, str):
+        return [name]
+    tid = t.get("topic_id")
+    if not isinstance(tid, str):
+        return []
+    known = names.name_of(tid)
+    return [tid] if known is None else [known, tid]
 
 
 def _locate(stack: list[dict[str, Any]], names: topics.TopicNames) -> tuple[str | None, int | None]:
