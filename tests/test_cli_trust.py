@@ -234,6 +234,11 @@ def test_no_broker_traffic_says_so(capsys, tmp_path):
     assert res.err == (
         "wiredump: no Kafka/Pulsar/Pravega/TANK frames in 1 TCP connection (port 80); try -d PORT=PROTO\n"
     )
+    res = run_cli(capsys, "stats", pcap)
+    assert res.code == 0 and res.out.startswith("1 capture, 4 packets, 0 frames, 0 bytes")
+    assert res.err == (
+        "wiredump: no Kafka/Pulsar/Pravega/TANK frames in 1 TCP connection (port 80); try -d PORT=PROTO\n"
+    )
 
 
 def test_snap_length_notes_are_one_line_per_capture(capsys, tmp_path):

@@ -338,6 +338,15 @@ def stats(
             print_rich(out, result)
         else:
             print_plain(result)
+        if result["totals"]["frames"] == 0 and display_filter is None:
+            from wiredump.cli.notes import no_frames
+
+            ports: dict[int, int] = {}
+            for c in result["connections"]:
+                port = int(c["server"].rpartition(":")[2])
+                ports[port] = ports.get(port, 0) + 1
+            packets = sum(c["packets"] for c in result["captures"])
+            typer.echo(f"wiredump: {no_frames(len(result['connections']), ports, packets)}", err=True)
     truncated = [c for c in result["captures"] if c["truncated"]]
     for c in truncated:
         typer.echo(f"wiredump: {c['name']}: capture is truncated: {c['truncated']}", err=True)
