@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
 
+from wiredump.dissect.anomalies import AnomalyKind
 from wiredump.dissect.correlation import Correlator
 from wiredump.dissect.fielddecl import FieldDecl
 from wiredump.dissect.limits import Limits
@@ -180,6 +181,28 @@ class ProtocolSpec(ABC):
         """
         module = _names_module(self)
         return frozenset(module.error_names()) if module is not None else frozenset()
+
+    def anomaly_kinds(self) -> list[AnomalyKind]:
+        """The anomaly kinds only this protocol reports (name, severity, meaning), each declared once.
+
+        By default the `declare()` of the `anomalies` module in the protocol's own package
+        (`protocols/<name>/anomalies.py`); none without one. The kinds every protocol may report
+        (`malformed`, `bad_checksum`…) are the engine's (`wiredump.dissect.anomalies`).
+        """
+        import importlib
+        import sys
+
+        package = sys.modules[type(self).__module__].__package__
+        if not package:
+            return []
+        try:
+            module = importlib.import_module(f"{package}.anomalies")
+        except ModuleNotFoundError as e:
+            if e.name == f"{package}.anomalies":
+                return []
+            raise
+        declared: list[AnomalyKind] = module.declare()
+        return declared
 
 
 def _names_module(spec: ProtocolSpec) -> ModuleType | None:
