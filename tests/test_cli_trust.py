@@ -352,6 +352,8 @@ def test_show_and_follow_on_a_truncated_capture_exit_2(capsys, tmp_path, kafka_b
     n = len(pcap_times(kafka_basic))
     res = run_cli(capsys, "show", cut, "-p", str(n))
     assert res.code == 2 and "capture is truncated" in res.err
+    res = run_cli(capsys, "show", cut, "-p", "4")  # found long before the cut: still exit 2
+    assert res.code == 2 and "capture is truncated" in res.err and "ApiVersions" in res.out
     res = run_cli(capsys, "follow", cut, "-s", "0")
     assert res.code == 2 and "capture is truncated" in res.err and res.out
 
