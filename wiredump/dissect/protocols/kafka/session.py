@@ -17,6 +17,7 @@ from typing import Any
 
 import crc32c
 
+from wiredump.dissect import internal
 from wiredump.dissect.model import (
     EVENT,
     MALFORMED,
@@ -370,7 +371,7 @@ class KafkaSession(Session):
             if schema.request_header_version(key, version) >= 2:
                 BodyDecoder(cur, None).tagged({}, {}, [])
             _, _, end = decode_body(data, cur.pos, plan, None)
-        except Exception:
+        except (Short, Bad):  # not a whole request of this layout (a bug propagates to the engine's shield)
             return False
         return end == len(data)
 
@@ -535,7 +536,7 @@ class KafkaSession(Session):
                 return True  # a compact (varint) length before it: its end is not checked
             (n,) = _I32.unpack_from(data, e.offset - 4)
             return 0 <= n and e.offset + n <= 4 + size
-        except Exception:
+        except Bad:
             return False
         return False  # the body ended before the declared frame did
 
@@ -670,7 +671,7 @@ class KafkaSession(Session):
                 if version == 0:
                     self._handshakes[corr] = self.sasl_mechanism
             if api_key in (11, 14):
-                embedded.annotate(api_key, "request", body, None)
+                _annotate(f, api_key, "request", body, None)
             if api_key == 36:
                 self._sasl_authenticate(body)
         correlator.request(f, corr, expects)
@@ -859,7 +860,7 @@ class KafkaSession(Session):
             if api_key in (11, 14):
                 req_body = req.fields.get("body") if isinstance(req.fields, dict) else None
                 ptype = req_body.get("protocol_type") if isinstance(req_body, dict) else None
-                embedded.annotate(api_key, "response", body, ptype)
+                _annotate(f, api_key, "response", body, ptype)
             if api_key == 17 and corr in self._handshakes and not body.get("error_code"):
                 self.sasl_raw = True
         self._handshakes.pop(corr, None)
@@ -885,7 +886,7 @@ class KafkaSession(Session):
         hook = self._records_hook(scratch, "deliver", True, False, {})
         try:
             _, _, end = decode_body(data, start, plan, hook)
-        except Exception:
+        except (Short, Bad, BadRecord):  # does not fit (a bug propagates to the engine's shield)
             return False
         return end == len(data) and scratch.status == OK
 
@@ -957,9 +958,7 @@ class KafkaSession(Session):
         hook = self._records_hook(scratch, "deliver", True, False, {})
         try:
             body, _, end = decode_body(data, start, plan, hook)
-        except (Short, Bad, BadRecord):
-            return None
-        except Exception:
+        except (Short, Bad, BadRecord):  # does not fit (a bug propagates to the engine's shield)
             return None
         return body if end == len(data) and scratch.status == OK else None
 
@@ -1016,6 +1015,22 @@ def _request_header(data: bytes, hv: int, header: dict[str, Any]) -> int:
         BodyDecoder(cur, None).tagged({}, header, [])
         pos = cur.pos
     return pos
+
+
+def _annotate(f: Frame, api_key: int, kind: str, body: dict[str, Any], ptype: str | None) -> None:
+    """The consumer protocol inside JoinGroup/SyncGroup (`embedded.annotate`), decoded where it fits.
+
+    Bytes that do not fit stay raw (that is the input's business); an exception is a bug in
+    wiredump: the frame keeps its decode and carries an `internal_error` saying so.
+    """
+    try:
+        embedded.annotate(api_key, kind, body, ptype)
+    except Exception as e:
+        f.anomalies.append(
+            internal.internal_error(
+                e, "embedded.annotate", PROTOCOL, f"the consumer protocol of a {f.type} {kind}"
+            )
+        )
 
 
 def _await_offsets(messages: list[Message], first: int) -> None:
