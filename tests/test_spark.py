@@ -56,7 +56,7 @@ def _java_home() -> bool:
 @pytest.fixture(scope="module")
 def exports(captures: Path, tmp_path_factory: pytest.TempPathFactory, spark) -> dict[str, object]:  # noqa: ANN001
     """The same captures exported locally and on Spark (cut into 4 KiB ranges, so most are read
-    by several tasks)."""
+    by several tasks, and their connections shared by two dissecting tasks)."""
     base = tmp_path_factory.mktemp("spark")
     empty = base / "empty.pcap"
     empty.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
@@ -79,6 +79,8 @@ def exports(captures: Path, tmp_path_factory: pytest.TempPathFactory, spark) -> 
             "--values",
             "--split-size",
             "4k",
+            "--shards",
+            "2",
         ]
     )
     assert res.exit_code == 0, res.output

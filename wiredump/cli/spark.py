@@ -111,6 +111,14 @@ def spark_export(
             help="Capture bytes per range, one task each (k, m, g suffixes): e.g. 128m (default), 1g.",
         ),
     ] = "128m",
+    shards: Annotated[
+        int,
+        typer.Option(
+            "--shards",
+            help="Tasks that share the connections of one capture read in several ranges (each reads "
+            "every packet, decodes its share): for captures of many busy connections.",
+        ),
+    ] = 1,
 ) -> None:
     from wiredump.cli.app import make_options
     from wiredump.spark.export import ExportError, JobOptions, has_export, plan_inputs, run_export
@@ -120,7 +128,11 @@ def spark_export(
         raise UsageError("spark export reads capture files, not stdin")
     if mode not in (None, "append", "overwrite"):
         raise UsageError(f"--mode must be append or overwrite, not {mode!r}")
-    options = JobOptions(values=values, decode_as=parse_decode_as(decode_as), split_size=_size(split_size))
+    if shards < 1:
+        raise UsageError("--shards must be at least 1")
+    options = JobOptions(
+        values=values, decode_as=parse_decode_as(decode_as), split_size=_size(split_size), shards=shards
+    )
     try:
         if mode is None and has_export(out):
             raise UsageError(

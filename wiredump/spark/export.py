@@ -71,6 +71,10 @@ class JobOptions:
     decode_as: dict[int, str] = field(default_factory=dict)
     split_size: int = SPLIT_SIZE
     file_bytes: int = FILE_BYTES
+    shards: int = 1
+    """Tasks that dissect one capture cut into several ranges, each decoding a share of its
+    connections (`Options.shard`: every share sees every packet, so detection, stream numbers
+    and what connections teach each other are those of the whole capture)."""
 
 
 @dataclass(slots=True)
@@ -183,15 +187,19 @@ def _count(files: list[split.CaptureFile]):  # noqa: ANN202 - a closure Spark pi
     return run
 
 
-def _read(files: list[split.CaptureFile]):  # noqa: ANN202
-    def run(task: split.Task) -> Iterator[tuple[tuple[int, int, int], tuple]]:
+def _read(files: list[split.CaptureFile], shards: dict[int, int]):  # noqa: ANN202
+    def run(task: split.Task) -> Iterator[tuple[tuple[tuple[int, int], int, int], tuple]]:
         end = split.RangeEnd(None, 0)
         n = task.first_number
+        groups = [(task.file, k) for k in range(shards.get(task.file, 1))]
         for r in split.read_range(files[task.file], task, end):
             n = r.number
-            yield (task.file, n, 0), (r.ts_us, r.linktype, r.data, r.orig_len, r.ts_note)
+            value = (r.ts_us, r.linktype, r.data, r.orig_len, r.ts_note)
+            for g in groups:
+                yield (g, n, 0), value
         # The range's end sorts after its last record and before the next range's first.
-        yield (task.file, n, 1), (end.truncated, end.skipped_unknown_link)
+        for g in groups:
+            yield (g, n, 1), (end.truncated, end.skipped_unknown_link)
 
     return run
 
@@ -216,15 +224,16 @@ class _End:
     skipped_unknown_link: int = 0
 
 
-def _write(files: list[split.CaptureFile], options: JobOptions, out: str, run: int):  # noqa: ANN202
-    def task(part: int, items: Iterator[tuple[tuple[int, int, int], tuple]]) -> Iterator[tuple]:
+def _write(files: list[split.CaptureFile], options: JobOptions, out: str, run: int, shards: dict[int, int]):  # noqa: ANN202
+    def task(part: int, items: Iterator[tuple[tuple[tuple[int, int], int, int], tuple]]) -> Iterator[tuple]:
         from wiredump.dissect.pipeline import Options
         from wiredump.dissect.records import table_batches
 
         fsys, root = split.filesystem(out)
         writers: dict[str, _PartWriter] = {}
-        opts = Options(decode_as=dict(options.decode_as))
-        for index, group in itertools.groupby(items, key=lambda kv: kv[0][0]):
+        for (index, shard), group in itertools.groupby(items, key=lambda kv: kv[0][0]):
+            n = shards.get(index, 1)
+            opts = Options(decode_as=dict(options.decode_as), shard=(shard, n) if n > 1 else None)
             end = _End()
             first: list[int] = []
             last = [0]
@@ -239,7 +248,8 @@ def _write(files: list[split.CaptureFile], options: JobOptions, out: str, run: i
                 if w is None:
                     w = writers[table] = _PartWriter(fsys, f"{root}/{table}/{part_name(run, part)}", table)
                 w.add(batch, date[0])
-            yield ("capture", index, last[0], end.truncated)
+            if shard == 0:
+                yield ("capture", index, last[0], end.truncated)
         for table, w in writers.items():
             yield ("file", table, w.path, w.close())
 
@@ -287,14 +297,14 @@ class _PartWriter:
         return self.rows
 
 
-def _pack(files: list[split.CaptureFile], indexes: list[int], parts: int) -> dict[int, int]:
-    """Captures onto `parts` writing tasks, largest first onto the least loaded (balanced bytes)."""
+def _pack(sizes: dict[tuple[int, int], int], parts: int) -> dict[tuple[int, int], int]:
+    """(capture, shard) groups onto `parts` writing tasks, largest first onto the least loaded."""
     load = [0] * parts
     out = {}
-    for i in sorted(indexes, key=lambda i: (-files[i].size, i)):
+    for g in sorted(sizes, key=lambda g: (-sizes[g], g)):
         p = min(range(parts), key=lambda k: (load[k], k))
-        out[i] = p
-        load[p] += files[i].size
+        out[g] = p
+        load[p] += sizes[g]
     return out
 
 
@@ -377,16 +387,17 @@ def run_export(
             by_file[t.file] = by_file.get(t.file, 0) + 1
         for i, n in by_file.items():
             rows[row_of[i]].ranges = n
-        live = sorted(by_file)
-        total = sum(files[i].size for i in live)
-        parts = max(1, min(len(live), max(sc.defaultParallelism, math.ceil(total / options.file_bytes))))
-        part_of = _pack(files, live, parts)
+        shards = {i: min(options.shards, n) for i, n in by_file.items() if min(options.shards, n) > 1}
+        sizes = {(i, k): files[i].size // shards.get(i, 1) for i in by_file for k in range(shards.get(i, 1))}
+        total = sum(sizes.values())
+        parts = max(1, min(len(sizes), max(sc.defaultParallelism, math.ceil(total / options.file_bytes))))
+        part_of = _pack(sizes, parts)
         if tasks:
             results = (
                 sc.parallelize(tasks, len(tasks))
-                .flatMap(_read(files))
+                .flatMap(_read(files, shards))
                 .repartitionAndSortWithinPartitions(parts, lambda key: part_of[key[0]])
-                .mapPartitionsWithIndex(_write(files, options, out, run))
+                .mapPartitionsWithIndex(_write(files, options, out, run, shards))
                 .collect()
             )
         else:
