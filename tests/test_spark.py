@@ -417,3 +417,21 @@ def test_every_reader_reads_both_layouts_and_a_mix_of_empty_and_busy(
                     reader,
                     name,
                 )
+
+
+def test_spark_read_format_wiredump_gives_the_local_rows(captures: Path, spark, tmp_path: Path) -> None:  # noqa: ANN001
+    """`spark.read.format("wiredump")` (PySpark's Python data source API) equals the local export."""
+    from wiredump.spark.source import register
+
+    register(spark)
+    path = str(captures / "tank" / "t07-errors.pcap")
+    local = tmp_path / "local"
+    tables = TableSet(local)
+    tables.add_events(dissect([path]))
+    tables.close()
+    for name in ("frames", "messages"):
+        df = spark.read.format("wiredump").option("table", name).load(path)
+        got = pa.Table.from_pylist([r.asDict() for r in df.collect()])
+        lt = pq.read_table(local / f"{name}.parquet")
+        assert df.columns == [*lt.column_names, "capture_date"]
+        assert _sorted_rows(_normal(got.select(lt.column_names).cast(lt.schema))) == _sorted_rows(_normal(lt))
