@@ -8,6 +8,7 @@ One SparkSession for the module (starting Spark is the slow part); marked `spark
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import math
 import shutil
 import struct
@@ -329,12 +330,14 @@ def test_the_documented_duckdb_query_gives_the_report_percentiles(exports: dict[
 def test_failures_become_rows_a_summary_and_with_strict_exit_2(tmp_path: Path, captures: Path, spark) -> None:  # noqa: ANN001
     (tmp_path / "empty.pcap").write_bytes(b"")
     (tmp_path / "notes.txt").write_text("not a capture\n")
+    (tmp_path / "junk.pcap.gz").write_bytes(gzip.compress(b"not a capture either"))
     good = captures / "tank" / "t01-basic.pcap"
     inputs = [
         str(good),
         str(tmp_path / "empty.pcap"),
         (tmp_path / "empty.pcap").as_uri(),
         str(tmp_path / "notes.txt"),
+        str(tmp_path / "junk.pcap.gz"),
         str(tmp_path / "missing.pcap"),
         (tmp_path / "missing2.pcap").as_uri(),
         str(tmp_path / "nothing-*.pcap"),
@@ -346,14 +349,14 @@ def test_failures_become_rows_a_summary_and_with_strict_exit_2(tmp_path: Path, c
         text=True,
     )
     assert strict.returncode == 2 and "Traceback" not in strict.stderr and not out.exists()
-    assert "6 of 7 inputs cannot be read (--strict)" in strict.stderr
+    assert "7 of 8 inputs cannot be read (--strict)" in strict.stderr
 
     res = _cli(["spark", "export", *inputs, "-o", str(out)])
     assert res.exit_code == 0, res.output
-    assert "1 of 7 captures exported (run 0), 6 skipped" in res.stderr
+    assert "1 of 8 captures exported (run 0), 7 skipped" in res.stderr
     caps = {c["capture"]: c for c in pq.read_table(out / "captures").to_pylist()}
     assert list(caps) == inputs  # every input, named as given
-    want = ["ok", "empty", "empty", "not_a_capture", "missing", "missing", "missing"]
+    want = ["ok", "empty", "empty", "not_a_capture", "not_a_capture", "missing", "missing", "missing"]
     assert [caps[i]["status"] for i in inputs] == want
     for i in inputs[1:]:
         assert caps[i]["reason"].startswith(i) and f"skipped: {caps[i]['reason']}" in res.stderr

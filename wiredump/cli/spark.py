@@ -153,6 +153,10 @@ def spark_export(
         result = run_export(spark, captures, out, options, mode or "error", planned=planned)
     except ExportError as e:
         raise UsageError(str(e)) from e
+    late = [r for r in result.skipped if r not in skipped]  # found unreadable while reading
+    for r in late:
+        typer.echo(f"skipped: {r.reason}", err=True)
+    skipped = result.skipped
     truncated = [r for r in result.captures if r.status == "truncated"]
     for r in truncated:
         typer.echo(f"truncated: {r.reason}", err=True)

@@ -56,6 +56,9 @@ FILE_BYTES = 256 << 20
 """Capture bytes one writing task takes on, at most (unless fewer tasks than cores would do):
 the tables of that much capture are some tens of MB of Parquet, a sensible file size."""
 ROW_GROUP_ROWS = 65536
+ROW_GROUP_BYTES = 64 << 20
+"""A row group is written at this many rows or bytes, whichever comes first (message values
+can be large: memory per task stays bounded)."""
 GLOB_CHARS = frozenset("*?[")
 
 
@@ -178,11 +181,13 @@ def _expand_uri(given: str) -> list[tuple[str, str | None, str | None]]:
 
 # -- the job -------------------------------------------------------------------------------------------
 def _count(files: list[split.CaptureFile]):  # noqa: ANN202 - a closure Spark pickles
-    def run(rng: split.Range) -> tuple[split.Range, split.RangeCount | str]:
+    def run(rng: split.Range) -> tuple[split.Range, split.RangeCount | tuple[str, str]]:
         try:
             return rng, split.count_range(files[rng.file], rng)
+        except CaptureError as e:  # a compressed file whose content is not a capture
+            return rng, ("not_a_capture" if _status(e) == "not_a_capture" else "unreadable", str(e))
         except Exception as e:  # noqa: BLE001 - the capture becomes an `unreadable` row
-            return rng, f"{files[rng.file].name}: cannot be read ({e})"
+            return rng, ("unreadable", f"{files[rng.file].name}: cannot be read ({e})")
 
     return run
 
@@ -275,20 +280,22 @@ class _PartWriter:
         self.writer = pq.ParquetWriter(self.sink, self.schema, **PARQUET_OPTIONS)
         self.pending: list[pa.RecordBatch] = []
         self.pending_rows = 0
+        self.pending_bytes = 0
         self.rows = 0
 
     def add(self, batch: pa.RecordBatch, date: dt.date | None) -> None:
         cols = [*batch.columns, pa.array([date] * batch.num_rows, type=pa.date32())]
         self.pending.append(pa.RecordBatch.from_arrays(cols, schema=self.schema))
         self.pending_rows += batch.num_rows
+        self.pending_bytes += batch.nbytes
         self.rows += batch.num_rows
-        if self.pending_rows >= ROW_GROUP_ROWS:
+        if self.pending_rows >= ROW_GROUP_ROWS or self.pending_bytes >= ROW_GROUP_BYTES:
             self.flush()
 
     def flush(self) -> None:
         if self.pending:
             self.writer.write_table(pa.Table.from_batches(self.pending, self.schema), ROW_GROUP_ROWS)
-            self.pending, self.pending_rows = [], 0
+            self.pending, self.pending_rows, self.pending_bytes = [], 0, 0
 
     def close(self) -> int:
         self.flush()
@@ -432,9 +439,9 @@ def _plan(
     tasks: list[split.Task] = []
     while ranges:
         counted = sc.parallelize(ranges, len(ranges)).map(_count(files)).collect()
-        failed = {r.file: c for r, c in counted if isinstance(c, str)}
-        for i, why in failed.items():
-            rows[row_of[i]].status, rows[row_of[i]].reason = "unreadable", why
+        failed = {r.file: c for r, c in counted if isinstance(c, tuple)}
+        for i, (status, why) in failed.items():
+            rows[row_of[i]].status, rows[row_of[i]].reason = status, why
         ok = [(r, c) for r, c in counted if r.file not in failed]
         done, ranges = split.plan(files, [r for r, _ in ok], [c for _, c in ok])  # type: ignore[misc]
         tasks += done
