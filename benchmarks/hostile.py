@@ -33,9 +33,7 @@ import shutil
 import struct
 import subprocess
 import sys
-import time
 import zlib
-from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -352,36 +350,50 @@ def cases() -> Iterator[tuple[str, str, Callable[[Path], None]]]:
 
 
 # -- running -------------------------------------------------------------------------------------
-def run(cmd: list[str], out: Path) -> tuple[float, float, int, bool]:
-    """(wall s, peak RSS MB, exit code, traceback seen) of one child."""
-    t0 = time.perf_counter()
-    with open(out, "wb") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT)
-        deadline = t0 + KILL_AFTER
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() > deadline:
-                proc.kill()
-                pid, status, usage = os.wait4(proc.pid, 0)
-                break
-            time.sleep(0.05)
-    seconds = time.perf_counter() - t0
+MEASURE = """
+import os, subprocess, sys, time
+t0 = time.perf_counter()
+with open(sys.argv[1], "wb") as fh:
+    p = subprocess.Popen(sys.argv[3:], stdout=fh, stderr=subprocess.STDOUT)
+    while True:  # wait4, not Popen.wait: it gives the child's resource usage
+        pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.perf_counter() - t0 > float(sys.argv[2]):
+            p.kill()
+        time.sleep(0.05)
+print(time.perf_counter() - t0, ru.ru_maxrss / 1024, ru.ru_utime + ru.ru_stime, os.waitstatus_to_exitcode(status))
+"""
+"""Runs one command and prints its wall time, peak RSS, CPU time and exit code, as a small process
+of its own: Linux gives a child the peak RSS of the process it was forked from as a floor (the
+high-water mark survives exec), so measuring from this script, grown by building the captures,
+would report this script's peak instead of wiredump's."""
+
+
+def run(cmd: list[str], out: Path) -> tuple[float, float, float, int, bool]:
+    """(wall s, peak RSS MB, CPU s, exit code, traceback seen) of one command."""
+    res = subprocess.run(
+        [sys.executable, "-c", MEASURE, str(out), str(KILL_AFTER), *cmd],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    wall, rss, cpu, code = res.stdout.split()
     text = out.read_bytes()[-200_000:]
-    return seconds, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status), b"Traceback" in text
+    return float(wall), float(rss), float(cpu), int(code), b"Traceback" in text
 
 
 def anomaly_kinds(out_dir: Path) -> str:
-    import pyarrow.parquet as pq
-
-    try:
-        kinds = Counter(
-            pq.read_table(out_dir / "anomalies.parquet", columns=["kind"]).column("kind").to_pylist()
-        )
-    except (OSError, ValueError):
-        return "-"
-    return ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
+    """The anomaly kinds of an export with their counts (read in a child: pyarrow is large)."""
+    code = (
+        "import sys, collections, pyarrow.parquet as pq\n"
+        "k = collections.Counter(pq.read_table(sys.argv[1], columns=['kind']).column('kind').to_pylist())\n"
+        "print(', '.join(f'{a} {n}' for a, n in sorted(k.items())))"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code, str(out_dir / "anomalies.parquet")], capture_output=True, text=True
+    )
+    return res.stdout.strip() or "-"
 
 
 def main() -> None:
@@ -389,7 +401,14 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", help="case names (prefixes) to run")
     ap.add_argument("--rebuild", action="store_true")
     ap.add_argument("--commands", default="timeline,stats,export")
+    ap.add_argument("--build", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.build:
+        DATA.mkdir(parents=True, exist_ok=True)
+        for name, ext, build in cases():
+            if name == args.build:
+                build(DATA / f"{name}.{ext}")
+        return
     DATA.mkdir(parents=True, exist_ok=True)
     commands = args.commands.split(",")
     print(
@@ -397,15 +416,17 @@ def main() -> None:
         f"{os.cpu_count()} CPUs; limits {MAX_RSS_MB} MB, {MAX_SECONDS} s"
     )
     print(
-        f"{'capture':<22} {'size':>9} {'command':<9} {'wall s':>7} {'peak MB':>8} {'exit':>4} {'tb':>3}  verdict"
+        f"{'capture':<22} {'size':>9} {'command':<9} {'wall s':>7} {'CPU s':>7} {'peak MB':>8} {'exit':>4} "
+        f"{'tb':>3}  verdict"
     )
     failures = 0
-    for name, ext, build in cases():
+    for name, ext, _build in cases():
         if args.only and not any(name.startswith(o) for o in args.only):
             continue
         path = DATA / f"{name}.{ext}"
         if args.rebuild or not path.exists():
-            build(path)
+            # In a child, so that this process stays small (see MEASURE).
+            subprocess.run([sys.executable, __file__, "--build", name], check=True)
         size = path.stat().st_size
         kinds = ""
         for command in commands:
@@ -419,11 +440,11 @@ def main() -> None:
                 out_dir = DATA / f"{name}.export"
                 shutil.rmtree(out_dir, ignore_errors=True)
                 cmd = [*wd, "export", str(path), "-o", str(out_dir)]
-            seconds, rss, code, tb = run(cmd, out)
+            seconds, rss, cpu, code, tb = run(cmd, out)
             ok = rss <= MAX_RSS_MB and seconds <= MAX_SECONDS and not tb and code == 0
             failures += not ok
             print(
-                f"{name:<22} {size / 1e6:>7.2f}MB {command:<9} {seconds:>7.2f} {rss:>8.1f} {code:>4} "
+                f"{name:<22} {size / 1e6:>7.2f}MB {command:<9} {seconds:>7.2f} {cpu:>7.2f} {rss:>8.1f} {code:>4} "
                 f"{'yes' if tb else 'no':>3}  {'ok' if ok else 'OVER'}",
                 flush=True,
             )

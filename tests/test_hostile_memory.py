@@ -423,3 +423,20 @@ def test_tank_bundle_messages_past_the_cap_are_counted_not_kept() -> None:
     assert cramjam.snappy.decompress_raw(snappy[1:]) is not None
     b = decode_bundle(snappy, 0, len(snappy), 0, Limits(), keep=0)
     assert (b.messages, b.parsed, b.last_seq) == ([], 10, 9)
+
+
+def test_stats_counts_every_connection_and_lists_the_first_ones() -> None:
+    from wiredump.dissect.model import ConnectionSummary
+    from wiredump.dissect.pipeline import Event
+    from wiredump.dissect.stats import StatsCollector
+
+    stats = StatsCollector()
+    stats.MAX_CONNECTIONS_LISTED = 3
+    for i in range(5):
+        row = ConnectionSummary(
+            i, "10.0.0.9", 50000 + i, "10.0.0.1", 9092, None, 1, 0, 0, 0, 0, 0, 0, 0, "open"
+        )
+        stats.add(Event("connection", row, "c.pcap"))
+    res = stats.result()
+    assert res["totals"]["connections"] == 5 and res["totals"]["connections_not_listed"] == 2
+    assert [c["stream"] for c in res["connections"]] == [0, 1, 2]
