@@ -195,7 +195,12 @@ class _Capture:
             return
         self.holding.pop(conn.stream, None)
         if decision.spec is None:
-            if closing and decision.best is not None and self.detector.held_total <= HOLD_TOTAL:
+            if (
+                closing
+                and decision.best is not None
+                and self.detector.held_total <= HOLD_TOTAL
+                and len(self.parked) < MAX_PARKED
+            ):
                 self.parked.append((conn, held, decision))
             else:
                 self.waiting.pop(conn.stream, None)
@@ -478,6 +483,11 @@ class _Capture:
         while rows_out and (final or first is None or rows_out[0][0] < first):
             yield Event(CONNECTION, rows_out.popleft()[1], self.name)
 
+
+MAX_PARKED = 4096
+"""Closed undecided connections waiting for their port to be learned, at most: each keeps its
+connection's state, so a flood of short connections on an unknown port must not park them all
+(past it they are reported undecoded at once)."""
 
 MESSAGE_HELD_SIZE = 256
 """What a held frame's message counts for in `hold_bytes`, beyond its wire bytes: a compressed
