@@ -378,8 +378,13 @@ class _Capture:
             if isinstance(conn.user, Held):
                 return  # parked: waits for its port to be learned
         if conn.user:
-            conn.user.finish()  # type: ignore[attr-defined]
-            conn.frames = conn.user.frames  # type: ignore[attr-defined]
+            framer = conn.user
+            framer.finish()  # type: ignore[attr-defined]
+            conn.frames = framer.frames  # type: ignore[attr-defined]
+            # The framer lends its context a bound method of its own: a cycle only the cyclic
+            # collector frees, which an export runs seldom (100k released connections held
+            # 340 MB). Nothing of the connection runs after finish: break it, let it go at once.
+            framer.ctx.report = _closed_report  # type: ignore[attr-defined]
             conn.user = False  # release the session's state
 
     def on_release(self, conn: Connection) -> None:
@@ -482,6 +487,10 @@ class _Capture:
         rows_out = self.rows_out
         while rows_out and (final or first is None or rows_out[0][0] < first):
             yield Event(CONNECTION, rows_out.popleft()[1], self.name)
+
+
+def _closed_report(anomaly: Anomaly) -> None:
+    """`ConnContext.report` of a finished connection (see `_Capture.on_close`)."""
 
 
 MAX_PARKED = 4096
