@@ -1,0 +1,803 @@
+//! TCP connection tracking and stream reassembly.
+//!
+//! A port of `wiredump/dissect/tcp.py` (the reference), event for event. Connections are
+//! numbered in order of their first packet, and a SYN that reopens a finished 4-tuple starts a
+//! new one, as Wireshark's `tcp.stream` does. Each direction turns segments into an in-order byte
+//! stream: retransmitted bytes are dropped (conflicting ones reported), early segments wait in a
+//! buffer bounded by `max_out_of_order` bytes, and bytes that never appear (capture loss, the
+//! receiver acknowledged them) become a reported gap instead of a stall.
+//!
+//! What the reassembler makes of the segments leaves as [`TcpEvent`]s in the order the reference
+//! calls its listener, so a consumer replaying them sees exactly what the Python listener sees.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::packet::{Addr, Segment, ACK, FIN, RST, SYN};
+
+/// Delivered chunks remembered per direction to tell a faithful retransmission from a conflicting one.
+const RECENT_CHUNKS: usize = 4;
+/// Packets of a connection to wait, once the receiver acknowledged bytes the capture has not
+/// shown, for those bytes to turn up anyway before calling them a gap.
+const HOLE_GRACE_PACKETS: i64 = 8;
+
+/// The client's direction (index into [`Conn::halves`]) and the server's.
+pub const CLIENT: usize = 0;
+pub const SERVER: usize = 1;
+
+/// The role names the reference uses.
+pub fn role_name(role: usize) -> &'static str {
+    if role == CLIENT {
+        "client"
+    } else {
+        "server"
+    }
+}
+
+/// Signed distance a - b in 32-bit sequence space.
+fn delta(a: u32, b: u32) -> i64 {
+    a.wrapping_sub(b) as i32 as i64
+}
+
+/// What the reassembler reports, in the order the reference's listener is called.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TcpEvent {
+    /// A new connection (its endpoints are in [`Reassembler::conn`]).
+    Open { stream: u64 },
+    /// In-order bytes of one direction.
+    Data {
+        stream: u64,
+        role: usize,
+        data: Vec<u8>,
+        packet: u64,
+        ts_us: i64,
+    },
+    /// Bytes of one direction that will never come.
+    Gap {
+        stream: u64,
+        role: usize,
+        size: u64,
+        packet: u64,
+        ts_us: i64,
+    },
+    /// The connection's reassembly ended (its stats keep counting later packets).
+    Close { stream: u64 },
+    /// Something the reader should know, at a packet.
+    Anomaly {
+        kind: &'static str,
+        detail: String,
+        packet: u64,
+        stream: u64,
+    },
+}
+
+#[derive(Debug, Clone)]
+struct Held {
+    seq: u32,
+    data: Vec<u8>,
+    missing: u64,
+    packet: u64,
+    ts_us: i64,
+}
+
+#[derive(Debug, Default)]
+struct Half {
+    next_raw: Option<u32>,
+    delivered: i64,
+    /// Held segments in insertion order (the reference's dict order decides which goes first).
+    ooo: Vec<Held>,
+    ooo_bytes: usize,
+    recent: VecDeque<(i64, Vec<u8>)>,
+    acked_raw: Option<u32>,
+    syn: bool,
+    fin: bool,
+    bytes: u64,
+}
+
+impl Half {
+    fn held_index(&self, seq: u32) -> Option<usize> {
+        self.ooo.iter().position(|h| h.seq == seq)
+    }
+
+    /// Segments wait behind a hole the receiver has acknowledged.
+    fn hole_open(&self) -> bool {
+        match (self.ooo.is_empty(), self.acked_raw) {
+            (false, Some(acked)) => delta(acked, self.next_raw.unwrap_or(0)) > 0,
+            _ => false,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Queued {
+    role: usize,
+    seq: u32,
+    data: Vec<u8>,
+    missing: u64,
+    packet: u64,
+    ts_us: i64,
+}
+
+/// One TCP connection: endpoints, counters and reassembly state.
+#[derive(Debug)]
+pub struct Conn {
+    pub stream: u64,
+    pub client: Addr,
+    pub client_port: u16,
+    pub server: Addr,
+    pub server_port: u16,
+    pub first_ts_us: i64,
+    pub last_ts_us: i64,
+    pub last_packet: u64,
+    pub packets: u64,
+    pub gaps: u64,
+    pub retransmissions: u64,
+    pub saw_syn: bool,
+    pub reset: bool,
+    pub finished: bool,
+    halves: [Half; 2],
+    hole: Option<usize>,
+    hole_wait: i64,
+    queued: Vec<Queued>,
+    queued_bytes: usize,
+}
+
+impl Conn {
+    /// Payload bytes delivered by the client, by the server.
+    pub fn bytes(&self) -> (u64, u64) {
+        (self.halves[CLIENT].bytes, self.halves[SERVER].bytes)
+    }
+
+    /// "reset", "closed", "midstream" or "open", as the connections table says.
+    pub fn state(&self) -> &'static str {
+        if self.reset {
+            "reset"
+        } else if self.halves[CLIENT].fin && self.halves[SERVER].fin {
+            "closed"
+        } else if !self.saw_syn {
+            "midstream"
+        } else {
+            "open"
+        }
+    }
+}
+
+/// Where events go, and the one limit reassembly needs.
+struct Out<'a> {
+    events: &'a mut Vec<TcpEvent>,
+    max_ooo: usize,
+}
+
+impl Out<'_> {
+    fn anomaly(&mut self, conn: &Conn, kind: &'static str, detail: String, packet: u64) {
+        self.events.push(TcpEvent::Anomaly {
+            kind,
+            detail,
+            packet,
+            stream: conn.stream,
+        });
+    }
+}
+
+type Key = (Addr, u16, Addr, u16);
+
+/// Feeds every TCP segment of a capture; reports in-order bytes, gaps and anomalies as events.
+pub struct Reassembler {
+    max_out_of_order: usize,
+    server_ports: Vec<u16>,
+    connections: HashMap<Key, usize>,
+    all: Vec<Conn>,
+    /// Events not yet taken by [`Reassembler::take_events`].
+    pub events: Vec<TcpEvent>,
+}
+
+impl Reassembler {
+    pub fn new(max_out_of_order: usize, mut server_ports: Vec<u16>) -> Self {
+        server_ports.sort_unstable();
+        server_ports.dedup();
+        Reassembler {
+            max_out_of_order,
+            server_ports,
+            connections: HashMap::new(),
+            all: Vec::new(),
+            events: Vec::new(),
+        }
+    }
+
+    /// Every connection so far, in stream order.
+    pub fn connections(&self) -> &[Conn] {
+        &self.all
+    }
+
+    /// One connection by stream number.
+    pub fn conn(&self, stream: u64) -> &Conn {
+        &self.all[stream as usize]
+    }
+
+    fn is_server_port(&self, p: u16) -> bool {
+        self.server_ports.binary_search(&p).is_ok()
+    }
+
+    fn open(&mut self, seg: &Segment<'_>, ts_us: i64) -> usize {
+        let client_is_src = if seg.flags & SYN != 0 {
+            seg.flags & ACK == 0
+        } else if self.is_server_port(seg.dport) && !self.is_server_port(seg.sport) {
+            true
+        } else if self.is_server_port(seg.sport) && !self.is_server_port(seg.dport) {
+            false
+        } else {
+            seg.sport >= seg.dport
+        };
+        let (client, client_port, server, server_port) = if client_is_src {
+            (seg.src, seg.sport, seg.dst, seg.dport)
+        } else {
+            (seg.dst, seg.dport, seg.src, seg.sport)
+        };
+        let stream = self.all.len() as u64;
+        self.all.push(Conn {
+            stream,
+            client,
+            client_port,
+            server,
+            server_port,
+            first_ts_us: ts_us,
+            last_ts_us: 0,
+            last_packet: 0,
+            packets: 0,
+            gaps: 0,
+            retransmissions: 0,
+            saw_syn: false,
+            reset: false,
+            finished: false,
+            halves: [Half::default(), Half::default()],
+            hole: None,
+            hole_wait: 0,
+            queued: Vec::new(),
+            queued_bytes: 0,
+        });
+        self.connections
+            .insert((client, client_port, server, server_port), stream as usize);
+        self.events.push(TcpEvent::Open { stream });
+        stream as usize
+    }
+
+    /// A bare SYN on a known 4-tuple is a new connection unless it retransmits the first SYN.
+    fn reopens(conn: &Conn, seg: &Segment<'_>) -> bool {
+        if conn.reset || conn.halves[CLIENT].fin || conn.halves[SERVER].fin {
+            return true;
+        }
+        let role = if seg.src == conn.client && seg.sport == conn.client_port {
+            CLIENT
+        } else {
+            SERVER
+        };
+        let half = &conn.halves[role];
+        half.syn
+            && half
+                .next_raw
+                .is_some_and(|n| delta(seg.seq.wrapping_add(1), n) != 0)
+            && half.delivered > 0
+    }
+
+    fn lookup(&mut self, seg: &Segment<'_>, ts_us: i64) -> (usize, usize) {
+        let mut found = self
+            .connections
+            .get(&(seg.src, seg.sport, seg.dst, seg.dport))
+            .or_else(|| {
+                self.connections
+                    .get(&(seg.dst, seg.dport, seg.src, seg.sport))
+            })
+            .copied();
+        if let Some(ci) = found {
+            if seg.flags & SYN != 0 && seg.flags & ACK == 0 && Self::reopens(&self.all[ci], seg) {
+                let mut out = Out {
+                    events: &mut self.events,
+                    max_ooo: self.max_out_of_order,
+                };
+                let conn = &mut self.all[ci];
+                finish_conn(conn, &mut out);
+                self.connections.remove(&(
+                    conn.client,
+                    conn.client_port,
+                    conn.server,
+                    conn.server_port,
+                ));
+                found = None;
+            }
+        }
+        let ci = match found {
+            Some(ci) => ci,
+            None => self.open(seg, ts_us),
+        };
+        let conn = &self.all[ci];
+        let role = if seg.src == conn.client && seg.sport == conn.client_port {
+            CLIENT
+        } else {
+            SERVER
+        };
+        (ci, role)
+    }
+
+    /// One captured TCP segment.
+    pub fn segment(&mut self, seg: &Segment<'_>, packet: u64, ts_us: i64) {
+        let (ci, role) = self.lookup(seg, ts_us);
+        let mut out = Out {
+            events: &mut self.events,
+            max_ooo: self.max_out_of_order,
+        };
+        segment_conn(&mut self.all[ci], role, seg, packet, ts_us, &mut out);
+    }
+
+    /// End of capture: flush every connection still open.
+    pub fn finish(&mut self) {
+        let mut out = Out {
+            events: &mut self.events,
+            max_ooo: self.max_out_of_order,
+        };
+        for conn in self.all.iter_mut() {
+            finish_conn(conn, &mut out);
+        }
+        self.connections.clear();
+    }
+}
+
+fn segment_conn(
+    conn: &mut Conn,
+    role: usize,
+    seg: &Segment<'_>,
+    packet: u64,
+    ts_us: i64,
+    out: &mut Out<'_>,
+) {
+    let other = 1 - role;
+    conn.packets += 1;
+    conn.last_ts_us = ts_us;
+    conn.last_packet = packet;
+    let flags = seg.flags;
+    if flags & SYN != 0 {
+        conn.saw_syn = true;
+        let half = &mut conn.halves[role];
+        if half.next_raw.is_none() || !half.syn {
+            half.syn = true;
+            if half.delivered == 0 && half.ooo.is_empty() {
+                half.next_raw = Some(seg.seq.wrapping_add(1));
+            }
+        }
+    }
+    if flags & ACK != 0 {
+        let o = &mut conn.halves[other];
+        if o.next_raw.is_some() && o.acked_raw.is_none_or(|a| delta(seg.ack, a) > 0) {
+            o.acked_raw = Some(seg.ack);
+        }
+    }
+    if conn.finished {
+        return;
+    }
+    if conn.hole.is_some() {
+        conn.hole_wait -= 1;
+        if conn.hole_wait <= 0 {
+            give_up(conn, out);
+        }
+    }
+    // The peer's bytes this packet acknowledges were received before it was sent: a hole it
+    // reveals is dealt with before this packet's own data goes up.
+    if conn.halves[other].hole_open() {
+        await_hole(conn, other);
+    }
+    let payload = seg.payload;
+    let missing = seg.missing as u64;
+    if !payload.is_empty() || missing != 0 {
+        let seq = if flags & SYN != 0 {
+            seg.seq.wrapping_add(1)
+        } else {
+            seg.seq
+        };
+        match conn.hole {
+            Some(h) if h != role => {
+                // The peer's data waits until the acknowledged bytes turn up or are given up.
+                conn.queued.push(Queued {
+                    role,
+                    seq,
+                    data: payload.to_vec(),
+                    missing,
+                    packet,
+                    ts_us,
+                });
+                conn.queued_bytes += payload.len();
+                if conn.queued_bytes > out.max_ooo {
+                    give_up(conn, out);
+                }
+            }
+            hole => {
+                if hole.is_some() {
+                    let half = &conn.halves[role];
+                    if delta(seq, half.next_raw.unwrap_or(0)) > 0 && half.held_index(seq).is_none()
+                    {
+                        give_up(conn, out); // the sender moved on past the hole: it is lost
+                    }
+                }
+                data(
+                    conn,
+                    role,
+                    seq,
+                    payload.to_vec(),
+                    missing,
+                    packet,
+                    ts_us,
+                    out,
+                );
+                if conn.hole == Some(role) && !conn.halves[role].hole_open() {
+                    resume(conn, out); // the acknowledged bytes turned up late
+                }
+            }
+        }
+    }
+    if conn.hole.is_some() && (flags & RST != 0 || (flags & FIN != 0 && conn.hole == Some(role))) {
+        give_up(conn, out); // nothing more will come
+    }
+    if flags & RST != 0 {
+        conn.reset = true;
+        finish_conn(conn, out);
+    } else if flags & FIN != 0 {
+        conn.halves[role].fin = true;
+        if !conn.halves[role].ooo.is_empty() {
+            flush_ooo(conn, role, packet, ts_us, "connection ended", out);
+        }
+        if conn.halves[CLIENT].fin && conn.halves[SERVER].fin {
+            finish_conn(conn, out);
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn data(
+    conn: &mut Conn,
+    role: usize,
+    mut seq: u32,
+    mut bytes: Vec<u8>,
+    mut missing: u64,
+    packet: u64,
+    ts_us: i64,
+    out: &mut Out<'_>,
+) {
+    let half = &mut conn.halves[role];
+    let next = *half.next_raw.get_or_insert(seq); // capture started mid-connection
+    let total = bytes.len() as i64 + missing as i64;
+    let mut d = delta(seq, next);
+    if d < 0 {
+        let end = d + total;
+        let offset = half.delivered + d;
+        conn.retransmissions += 1;
+        if end <= 0 {
+            retransmission(conn, role, offset, &bytes, packet, true, out);
+            return;
+        }
+        let cut = ((-d) as usize).min(bytes.len());
+        retransmission(conn, role, offset, &bytes[..cut], packet, false, out);
+        bytes.drain(..cut);
+        missing = (total + d - bytes.len() as i64) as u64;
+        seq = next;
+        d = 0;
+    }
+    if d > 0 {
+        hold(conn, role, seq, bytes, missing, packet, ts_us, out);
+        return;
+    }
+    deliver(conn, role, bytes, missing, packet, ts_us, out);
+    if !conn.halves[role].ooo.is_empty() {
+        drain_ooo(conn, role, packet, ts_us, false, out);
+    }
+}
+
+fn deliver(
+    conn: &mut Conn,
+    role: usize,
+    bytes: Vec<u8>,
+    missing: u64,
+    packet: u64,
+    ts_us: i64,
+    out: &mut Out<'_>,
+) {
+    if !bytes.is_empty() {
+        let half = &mut conn.halves[role];
+        let n = bytes.len();
+        half.recent.push_back((half.delivered, bytes.clone()));
+        if half.recent.len() > RECENT_CHUNKS {
+            half.recent.pop_front();
+        }
+        half.bytes += n as u64;
+        half.delivered += n as i64;
+        half.next_raw = Some(half.next_raw.unwrap_or(0).wrapping_add(n as u32));
+        out.events.push(TcpEvent::Data {
+            stream: conn.stream,
+            role,
+            data: bytes,
+            packet,
+            ts_us,
+        });
+    }
+    if missing != 0 {
+        gap(
+            conn,
+            role,
+            missing,
+            packet,
+            ts_us,
+            "bytes beyond the capture's snap length",
+            out,
+        );
+    }
+}
+
+fn gap(
+    conn: &mut Conn,
+    role: usize,
+    size: u64,
+    packet: u64,
+    ts_us: i64,
+    why: &str,
+    out: &mut Out<'_>,
+) {
+    conn.gaps += 1;
+    let half = &mut conn.halves[role];
+    let detail = format!(
+        "{size} {} bytes missing at stream offset {} ({why})",
+        role_name(role),
+        half.delivered
+    );
+    half.delivered += size as i64;
+    half.next_raw = Some(half.next_raw.unwrap_or(0).wrapping_add(size as u32));
+    out.anomaly(conn, "gap", detail, packet);
+    out.events.push(TcpEvent::Gap {
+        stream: conn.stream,
+        role,
+        size,
+        packet,
+        ts_us,
+    });
+}
+
+fn retransmission(
+    conn: &Conn,
+    role: usize,
+    offset: i64,
+    bytes: &[u8],
+    packet: u64,
+    full: bool,
+    out: &mut Out<'_>,
+) {
+    let half = &conn.halves[role];
+    let mut conflict = None;
+    for (start, chunk) in &half.recent {
+        let lo = (*start).max(offset);
+        let hi = (start + chunk.len() as i64).min(offset + bytes.len() as i64);
+        if lo < hi
+            && chunk[(lo - start) as usize..(hi - start) as usize]
+                != bytes[(lo - offset) as usize..(hi - offset) as usize]
+        {
+            conflict = Some(lo);
+            break;
+        }
+    }
+    let r = role_name(role);
+    let (kind, detail) = match conflict {
+        Some(at) => (
+            "overlap_conflict",
+            format!("retransmitted {r} bytes differ from the first copy at stream offset {at}; first copy kept"),
+        ),
+        None => (
+            "retransmission",
+            format!(
+                "{}retransmission of {} {r} bytes at stream offset {offset}",
+                if full { "" } else { "partial " },
+                bytes.len()
+            ),
+        ),
+    };
+    out.anomaly(conn, kind, detail, packet);
+}
+
+#[allow(clippy::too_many_arguments)]
+fn hold(
+    conn: &mut Conn,
+    role: usize,
+    seq: u32,
+    bytes: Vec<u8>,
+    missing: u64,
+    packet: u64,
+    ts_us: i64,
+    out: &mut Out<'_>,
+) {
+    let r = role_name(role);
+    let idx = conn.halves[role].held_index(seq);
+    if let Some(i) = idx {
+        conn.retransmissions += 1;
+        let old = &conn.halves[role].ooo[i].data;
+        let n = old.len().min(bytes.len());
+        let kind = if old[..n] == bytes[..n] {
+            "retransmission"
+        } else {
+            "overlap_conflict"
+        };
+        let old_len = old.len();
+        out.anomaly(
+            conn,
+            kind,
+            format!("{r} segment at seq {seq} seen twice before its turn"),
+            packet,
+        );
+        if old_len >= bytes.len() {
+            return;
+        }
+        conn.halves[role].ooo_bytes -= old_len;
+    } else {
+        let ahead = delta(seq, conn.halves[role].next_raw.unwrap_or(0));
+        out.anomaly(
+            conn,
+            "out_of_order",
+            format!("{r} segment {ahead} bytes ahead of the expected sequence; held"),
+            packet,
+        );
+    }
+    let half = &mut conn.halves[role];
+    let n = bytes.len();
+    let held = Held {
+        seq,
+        data: bytes,
+        missing,
+        packet,
+        ts_us,
+    };
+    match idx {
+        Some(i) => half.ooo[i] = held,
+        None => half.ooo.push(held),
+    }
+    half.ooo_bytes += n;
+    if half.ooo_bytes > out.max_ooo {
+        if conn.hole == Some(role) {
+            conn.hole = None;
+        }
+        flush_ooo(conn, role, packet, ts_us, "out-of-order buffer full", out);
+        if conn.hole.is_none() && !conn.queued.is_empty() {
+            replay(conn, out);
+        }
+    } else if conn.halves[role].hole_open() {
+        await_hole(conn, role);
+    }
+}
+
+/// Deliver the held segments that now fit; with `own`, each keeps the packet and time it was
+/// captured in (the hole was given up), else they complete at the packet that filled the hole.
+fn drain_ooo(
+    conn: &mut Conn,
+    role: usize,
+    mut packet: u64,
+    mut ts_us: i64,
+    own: bool,
+    out: &mut Out<'_>,
+) {
+    loop {
+        let half = &mut conn.halves[role];
+        if half.ooo.is_empty() {
+            return;
+        }
+        let next = half.next_raw.unwrap_or(0);
+        let Some(i) = half.ooo.iter().position(|h| delta(h.seq, next) <= 0) else {
+            return;
+        };
+        let held = half.ooo.remove(i);
+        half.ooo_bytes -= held.data.len();
+        if own {
+            packet = held.packet;
+            ts_us = held.ts_us;
+        }
+        let d = delta(held.seq, next);
+        let len = held.data.len() as i64;
+        if d + len + held.missing as i64 <= 0 {
+            continue;
+        }
+        if -d >= len {
+            deliver(
+                conn,
+                role,
+                Vec::new(),
+                (held.missing as i64 + d + len) as u64,
+                packet,
+                ts_us,
+                out,
+            );
+        } else {
+            let mut bytes = held.data;
+            bytes.drain(..(-d) as usize);
+            deliver(conn, role, bytes, held.missing, packet, ts_us, out);
+        }
+    }
+}
+
+/// Give up waiting: skip to the earliest held segment, report the hole at the packet that carried
+/// the bytes after it, deliver what follows.
+fn flush_ooo(conn: &mut Conn, role: usize, packet: u64, ts_us: i64, why: &str, out: &mut Out<'_>) {
+    while !conn.halves[role].ooo.is_empty() {
+        let half = &conn.halves[role];
+        let next = half.next_raw.unwrap_or(0);
+        let mut best = 0;
+        for (i, h) in half.ooo.iter().enumerate() {
+            if delta(h.seq, next) < delta(half.ooo[best].seq, next) {
+                best = i;
+            }
+        }
+        let first = &half.ooo[best];
+        let d = delta(first.seq, next);
+        if d > 0 {
+            let (hp, ht) = (first.packet, first.ts_us);
+            gap(conn, role, d as u64, hp, ht, why, out);
+        }
+        drain_ooo(conn, role, packet, ts_us, true, out);
+    }
+}
+
+/// Start waiting a few packets for the acknowledged bytes (one hole per connection).
+fn await_hole(conn: &mut Conn, role: usize) {
+    if conn.hole.is_none() {
+        conn.hole = Some(role);
+        conn.hole_wait = HOLE_GRACE_PACKETS;
+    }
+}
+
+/// The acknowledged bytes are lost: report the gap, deliver what waited behind it.
+fn give_up(conn: &mut Conn, out: &mut Out<'_>) {
+    let hole = conn.hole.take();
+    conn.hole_wait = 0;
+    if let Some(role) = hole {
+        if !conn.halves[role].ooo.is_empty() {
+            let (p, t) = (conn.last_packet, conn.last_ts_us);
+            flush_ooo(
+                conn,
+                role,
+                p,
+                t,
+                "the receiver acknowledged bytes the capture lacks",
+                out,
+            );
+        }
+    }
+    replay(conn, out);
+}
+
+fn resume(conn: &mut Conn, out: &mut Out<'_>) {
+    conn.hole = None;
+    conn.hole_wait = 0;
+    replay(conn, out);
+}
+
+/// Feed the peer's queued segments, in capture order, with their own packets and times.
+fn replay(conn: &mut Conn, out: &mut Out<'_>) {
+    let queued = std::mem::take(&mut conn.queued);
+    conn.queued_bytes = 0;
+    for q in queued {
+        data(
+            conn, q.role, q.seq, q.data, q.missing, q.packet, q.ts_us, out,
+        );
+    }
+}
+
+fn finish_conn(conn: &mut Conn, out: &mut Out<'_>) {
+    if conn.finished {
+        return;
+    }
+    if conn.hole.is_some() || !conn.queued.is_empty() {
+        give_up(conn, out);
+    }
+    for role in [CLIENT, SERVER] {
+        if !conn.halves[role].ooo.is_empty() {
+            let (p, t) = (conn.last_packet, conn.last_ts_us);
+            flush_ooo(conn, role, p, t, "connection ended", out);
+        }
+        conn.halves[role].recent = VecDeque::new();
+        conn.halves[role].ooo = Vec::new();
+    }
+    conn.queued = Vec::new();
+    conn.finished = true;
+    out.events.push(TcpEvent::Close {
+        stream: conn.stream,
+    });
+}

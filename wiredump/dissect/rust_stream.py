@@ -1,0 +1,200 @@
+"""The Rust engine's capture reading and TCP reassembly, feeding the Python pipeline.
+
+`Options.engine == "rust"` (CLI `--engine rust`, or WIREDUMP_ENGINE=rust) replaces the
+pipeline's CaptureReader + parse_tcp + TcpReassembler with `wiredump._engine.StreamReader`,
+which reads the capture and reassembles its connections natively and hands over the listener
+calls the Python reassembler would have made, in the same order, in batches of event tuples
+(the codes are documented in engine/src/python.rs). Everything after reassembly — protocol
+choice, framing, decoding, correlation, release order — is the Python pipeline's own code.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from wiredump.dissect.capture import CaptureError
+from wiredump.dissect.model import Anomaly, ConnectionSummary
+
+if TYPE_CHECKING:
+    from wiredump.dissect.pipeline import Event, Options
+
+__all__ = ["ENGINES", "RustCapture", "RustConnection", "dissect_native"]
+
+ENGINES = ("python", "rust")
+"""The values `Options.engine`, `--engine` and WIREDUMP_ENGINE accept."""
+
+RECORD, TRUNCATED, OPEN, DATA, GAP, CLOSE, ANOMALY, END = range(8)
+
+
+class RustConnection:
+    """What the pipeline's listener keeps of a connection reassembled in Rust.
+
+    The listener reads the endpoints and keeps its per-connection state in `user`; the
+    counters (packets, bytes, gaps…) stay in Rust until the connection summaries are read.
+    """
+
+    __slots__ = ("stream", "client", "client_port", "server", "server_port", "first_ts_us")
+    __slots__ += ("user", "protocol", "frames")
+
+    def __init__(self, stream: int, client: str, client_port: int, server: str, server_port: int, first: int):
+        self.stream = stream
+        self.client = client
+        self.client_port = client_port
+        self.server = server
+        self.server_port = server_port
+        self.first_ts_us = first
+        self.user: Any = None
+        self.protocol: str | None = None
+        self.frames = 0
+
+
+class RustCapture:
+    """An opened capture (header checked, CaptureError raised at once) read by the Rust engine.
+
+    Same face as CaptureReader where the commands look (`name`, `truncated`,
+    `skipped_unknown_link`, `bytes_read`, `compression`, `format`); `native` tells the pipeline
+    to take the stream events from it instead of iterating records.
+    """
+
+    native = True
+
+    def __init__(self, path: str) -> None:
+        from wiredump import _engine
+
+        self.path = path
+        source: Any = path
+        if path == "-":
+            # Read through Python's stdin object, which a caller may have replaced.
+            source = getattr(sys.stdin, "buffer", None)
+            if source is None:
+                raise CaptureError("stdin: no standard input to read a capture from")
+        self._source = source
+        self._engine = _engine
+        # Opened with no server ports; `configure` sets them before the first batch.
+        self._reader = _engine.StreamReader(source, [], 0, name="stdin" if path == "-" else None)
+        self.name: str = self._reader.name
+        self.on_record: Any = None
+        """Optional callable(number, ts_us) called for every record (the CLI's packet times)."""
+
+    def configure(self, server_ports: frozenset[int], max_out_of_order: int) -> None:
+        self._reader.configure(sorted(server_ports), max_out_of_order)
+
+    def __iter__(self) -> Iterator[list[tuple]]:
+        return iter(self._reader)
+
+    @property
+    def truncated(self) -> str | None:
+        return self._reader.truncated
+
+    @property
+    def skipped_unknown_link(self) -> int:
+        return self._reader.skipped_unknown_link
+
+    @property
+    def bytes_read(self) -> int:
+        return self._reader.bytes_read
+
+    @property
+    def compression(self) -> str | None:
+        return self._reader.compression
+
+    @property
+    def format(self) -> str:
+        return self._reader.format
+
+    def connections(self) -> list[tuple]:
+        return self._reader.connections()
+
+    def close(self) -> None:
+        """Nothing to release before iteration ends (the file closes with the reader)."""
+
+
+def dissect_native(reader: RustCapture, options: Options) -> Iterator[Event]:
+    """`pipeline.dissect_capture` with capture reading and reassembly done in Rust.
+
+    The listener calls, release points and closing events follow the Python loop exactly:
+    after each record the ready and held events are released; after the last one the
+    connections are flushed, the truncation (if any) is reported and everything is released.
+    """
+    from wiredump.dissect.pipeline import ANOMALY as ANOMALY_EV
+    from wiredump.dissect.pipeline import CAPTURE_END, CONNECTION, CaptureEnd, Event, _Capture
+
+    cap = _Capture(reader.name, options)
+    reader.configure(cap.server_ports, cap.limits.max_out_of_order)
+    conns: dict[int, RustConnection] = {}
+    on_data, on_gap, on_close, on_anomaly = cap.on_data, cap.on_gap, cap.on_close, cap.on_anomaly
+    owns_none = cap.owns(None)
+    on_record = reader.on_record
+    packets = 0
+    started = False
+    for batch in reader:
+        for ev in batch:
+            code = ev[0]
+            if code == DATA:
+                on_data(conns[ev[1]], ev[2], ev[3], ev[4], ev[5])
+            elif code == RECORD:
+                if started and (cap.ready or cap.held):
+                    yield from cap.release()
+                started = True
+                packets = ev[1]
+                cap.now_us = ev[2]
+                if on_record is not None:
+                    on_record(packets, ev[2])
+            elif code == OPEN:
+                conns[ev[1]] = RustConnection(*ev[1:])
+            elif code == ANOMALY:
+                on_anomaly(Anomaly(ev[1], ev[2], packet=ev[3], stream=ev[4]))
+            elif code == GAP:
+                on_gap(conns[ev[1]], ev[2], ev[3], ev[4], ev[5])
+            elif code == CLOSE:
+                on_close(conns[ev[1]])
+            elif code == TRUNCATED:
+                if owns_none:
+                    cap.ready.append(
+                        Event(
+                            ANOMALY_EV,
+                            Anomaly(
+                                "truncated_packet",
+                                f"packet cut by the snap length: {ev[2]} of {ev[3]} bytes captured",
+                                packet=ev[1],
+                                stream=None,
+                            ),
+                            cap.name,
+                        )
+                    )
+            elif code == END:
+                if started and (cap.ready or cap.held):
+                    yield from cap.release()
+                started = False
+    truncated = reader.truncated
+    if truncated and owns_none:
+        cap.ready.append(Event(ANOMALY_EV, Anomaly("truncated_capture", truncated, packet=packets), cap.name))
+    yield from cap.release(final=True)
+    for stream, npk, bc, bs, gaps, retrans, first, last, state in reader.connections():
+        if cap.owns(stream):
+            c = conns[stream]
+            summary = ConnectionSummary(
+                stream=stream,
+                client=c.client,
+                client_port=c.client_port,
+                server=c.server,
+                server_port=c.server_port,
+                protocol=c.protocol,
+                packets=npk,
+                bytes_client=bc,
+                bytes_server=bs,
+                frames=c.frames,
+                gaps=gaps,
+                retransmissions=retrans,
+                first_ts_us=first,
+                last_ts_us=last,
+                state=state,
+            )
+            yield Event(CONNECTION, summary, cap.name)
+    yield Event(
+        CAPTURE_END,
+        CaptureEnd(cap.name, packets, truncated, reader.skipped_unknown_link),
+        cap.name,
+    )
