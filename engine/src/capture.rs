@@ -104,39 +104,91 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
-/// A gzip stream of one or more members, as `capture.py`'s `_gunzip` reads it: trailing bytes that
-/// do not start another member are ignored (as gzip itself does), and a stream cut short simply
-/// ends (the records then report where the capture was cut).
-struct MultiGz<R: BufRead> {
-    dec: Option<flate2::bufread::GzDecoder<R>>,
+/// A gzip stream of one or more members, read as `capture.py`'s `_gunzip` reads it: zlib itself
+/// parses each member (so damage is worded as Python's zlib words it), trailing bytes that do not
+/// start another member are ignored (as gzip itself does), and a stream cut short simply ends
+/// (the records then report where the capture was cut).
+struct Gunzip<R: BufRead> {
+    inner: R,
+    dec: flate2::Decompress,
+    done: bool,
 }
 
-impl<R: BufRead> Read for MultiGz<R> {
+impl<R: BufRead> Gunzip<R> {
+    fn new(inner: R) -> Self {
+        Gunzip {
+            inner,
+            dec: flate2::Decompress::new_gzip(15),
+            done: false,
+        }
+    }
+}
+
+impl<R: BufRead> Read for Gunzip<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        loop {
-            let Some(dec) = self.dec.as_mut() else {
-                return Ok(0);
-            };
-            match dec.read(buf) {
-                Ok(0) if !buf.is_empty() => {
-                    let mut inner = self.dec.take().expect("present").into_inner();
-                    let next = inner.fill_buf()?;
-                    if next.len() >= 2 && next[..2] == [0x1f, 0x8b] {
-                        self.dec = Some(flate2::bufread::GzDecoder::new(inner));
-                    } else if next.len() == 1 && next[0] == 0x1f {
-                        // One byte of what may be a next member's magic: too short to be one.
-                        return Ok(0);
-                    } else {
-                        return Ok(0);
-                    }
-                }
-                Ok(n) => return Ok(n),
-                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                    self.dec = None;
-                    return Ok(0);
-                }
-                Err(e) => return Err(e),
+        while !self.done && !buf.is_empty() {
+            let input = self.inner.fill_buf()?;
+            if input.is_empty() {
+                self.done = true;
+                break;
             }
+            let (in0, out0) = (self.dec.total_in(), self.dec.total_out());
+            let status = self
+                .dec
+                .decompress(input, buf, flate2::FlushDecompress::None)
+                .map_err(|e| {
+                    let msg = e.message().unwrap_or("invalid data");
+                    io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("Error -3 while decompressing data: {msg}"),
+                    )
+                })?;
+            let used = (self.dec.total_in() - in0) as usize;
+            let produced = (self.dec.total_out() - out0) as usize;
+            self.inner.consume(used);
+            if status == flate2::Status::StreamEnd {
+                self.dec = flate2::Decompress::new_gzip(15);
+                let next = self.inner.fill_buf()?;
+                if next.len() < 2 || next[..2] != [0x1f, 0x8b] {
+                    self.done = true; // trailing garbage after the last member, as gzip ignores it
+                }
+            }
+            if produced > 0 {
+                return Ok(produced);
+            }
+            if used == 0 && status != flate2::Status::StreamEnd {
+                // No progress with input at hand: zlib wants more than this buffer holds.
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "Error -5 while decompressing data",
+                ));
+            }
+        }
+        Ok(0)
+    }
+}
+
+/// A zstd stream cut short simply ends, as Python's `zstandard` stream reader treats it (the
+/// records then report where the capture was cut).
+struct ZstdCutIsEnd<R> {
+    inner: R,
+    ended: bool,
+}
+
+impl<R: Read> Read for ZstdCutIsEnd<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.ended {
+            return Ok(0);
+        }
+        match self.inner.read(buf) {
+            Err(e)
+                if e.kind() == io::ErrorKind::UnexpectedEof
+                    || e.to_string().contains("incomplete frame") =>
+            {
+                self.ended = true;
+                Ok(0)
+            }
+            other => other,
         }
     }
 }
@@ -301,15 +353,16 @@ impl CaptureReader {
         let (compression, input): (Option<&'static str>, Box<dyn Read>) =
             if first.starts_with(&[0x1f, 0x8b]) {
                 let br = BufReader::with_capacity(CHUNK, chained);
-                (
-                    Some("gzip"),
-                    Box::new(MultiGz {
-                        dec: Some(flate2::bufread::GzDecoder::new(br)),
-                    }),
-                )
+                (Some("gzip"), Box::new(Gunzip::new(br)))
             } else if first.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
                 match zstd::stream::read::Decoder::new(chained) {
-                    Ok(d) => (Some("zstd"), Box::new(d)),
+                    Ok(d) => (
+                        Some("zstd"),
+                        Box::new(ZstdCutIsEnd {
+                            inner: d,
+                            ended: false,
+                        }),
+                    ),
                     Err(e) => return Err(CaptureError(format!("{name}: damaged zstd data ({e})"))),
                 }
             } else if first.starts_with(&[0x04, 0x22, 0x4d, 0x18]) {
