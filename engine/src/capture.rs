@@ -849,3 +849,225 @@ fn parse_idb(block: &[u8], big: bool) -> Iface {
         snap,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn open(bytes: Vec<u8>) -> Result<CaptureReader, CaptureError> {
+        CaptureReader::open(Input::Reader("t".into(), Box::new(io::Cursor::new(bytes))))
+    }
+
+    fn all(r: &mut CaptureReader) -> Vec<(u64, i64, u32, Vec<u8>, u32)> {
+        let mut out = Vec::new();
+        while let Some(rec) = r.next_record() {
+            out.push((
+                rec.number,
+                rec.ts_us,
+                rec.linktype,
+                rec.data.to_vec(),
+                rec.orig_len,
+            ));
+        }
+        out
+    }
+
+    fn pcap(magic: u32, big: bool, lt: u32, recs: &[(u32, u32, &[u8], u32)]) -> Vec<u8> {
+        let w = |v: u32| {
+            if big {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            }
+        };
+        let mut out = Vec::new();
+        out.extend(w(magic));
+        out.extend(if big { [0, 2, 0, 4] } else { [2, 0, 4, 0] });
+        out.extend(w(0));
+        out.extend(w(0));
+        out.extend(w(65535));
+        out.extend(w(lt));
+        for (sec, frac, data, orig) in recs {
+            out.extend(w(*sec));
+            out.extend(w(*frac));
+            out.extend(w(data.len() as u32));
+            out.extend(w(*orig));
+            out.extend_from_slice(data);
+        }
+        out
+    }
+
+    #[test]
+    fn pcap_both_orders_and_resolutions() {
+        let recs: &[(u32, u32, &[u8], u32)] = &[(10, 999_999_999, b"abc", 3), (11, 5, b"de", 9)];
+        let mut r = open(pcap(PCAP_MAGIC_NS, true, 1, recs)).unwrap();
+        let got = all(&mut r);
+        // 10 s + 999,999,999 ns = 10,999,999 µs (ns cut to µs); the second record lost 7 bytes.
+        assert_eq!(got[0], (1, 10_999_999, 1, b"abc".to_vec(), 3));
+        assert_eq!(got[1], (2, 11_000_000, 1, b"de".to_vec(), 9));
+        assert_eq!(r.truncated, None);
+        let mut r = open(pcap(PCAP_MAGIC_US, false, 113 | 0x1000_0000, recs)).unwrap();
+        let got = all(&mut r);
+        assert_eq!((got[0].1, got[0].2), (10 * 1_000_000 + 999_999_999, 113)); // FCS bits masked
+    }
+
+    #[test]
+    fn pcap_cut_short_and_corrupt() {
+        let full = pcap(
+            PCAP_MAGIC_US,
+            false,
+            1,
+            &[(1, 0, b"0123456789", 10), (2, 0, b"abcdef", 6)],
+        );
+        let mut r = open(full[..full.len() - 3].to_vec()).unwrap();
+        assert_eq!(all(&mut r).len(), 1);
+        assert_eq!(
+            r.truncated.as_deref(),
+            Some("capture cut short in the middle of record 2 (3 of 6 bytes present)")
+        );
+        let mut r = open(full[..24 + 26 + 5].to_vec()).unwrap();
+        assert_eq!(all(&mut r).len(), 1);
+        assert_eq!(
+            r.truncated.as_deref(),
+            Some("capture cut short in the middle of the header of record 2")
+        );
+        let mut huge = pcap(PCAP_MAGIC_US, false, 1, &[]);
+        huge.extend([0u8; 8]);
+        huge.extend(0x0200_0000u32.to_le_bytes());
+        huge.extend([0u8; 4]);
+        let mut r = open(huge).unwrap();
+        assert!(all(&mut r).is_empty());
+        assert_eq!(
+            r.truncated.as_deref(),
+            Some("record 1 declares 33554432 bytes, beyond any real packet: the file is corrupt")
+        );
+    }
+
+    #[test]
+    fn open_errors_are_sentences() {
+        assert_eq!(open(vec![]).err().unwrap().0, "t: is empty, not a capture");
+        assert_eq!(
+            open(b"hello world".to_vec()).err().unwrap().0,
+            "t: not a pcap or pcapng capture"
+        );
+        assert_eq!(
+            open(vec![0xd4, 0xc3]).err().unwrap().0,
+            "t: not a pcap or pcapng capture (file of only 2 bytes)"
+        );
+        let e = open(pcap(PCAP_MAGIC_US, false, 147, &[])).err().unwrap().0;
+        assert!(
+            e.starts_with(
+                "t: link type 147 is not supported (supported: BSD loopback 0, Ethernet 1"
+            ),
+            "{e}"
+        );
+        assert_eq!(
+            open(pcap(PCAP_MAGIC_US, false, 1, &[])[..20].to_vec())
+                .err()
+                .unwrap()
+                .0,
+            "t: pcap file cut short inside its 24-byte header"
+        );
+    }
+
+    #[test]
+    fn gzip_members_and_trailing_garbage() {
+        let file = pcap(
+            PCAP_MAGIC_US,
+            false,
+            1,
+            &[(1, 2, b"xyz", 3), (3, 4, b"uvw", 3)],
+        );
+        let gz = |b: &[u8]| {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            e.write_all(b).unwrap();
+            e.finish().unwrap()
+        };
+        let mut two = gz(&file[..30]);
+        two.extend(gz(&file[30..]));
+        two.extend(b"trailing junk");
+        let mut r = open(two).unwrap();
+        assert_eq!(r.compression, Some("gzip"));
+        let got = all(&mut r);
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[1].3, b"uvw");
+        assert_eq!(r.truncated, None);
+    }
+
+    fn block(btype: u32, body: &[u8]) -> Vec<u8> {
+        let len = 12 + body.len().div_ceil(4) * 4;
+        let mut out = Vec::new();
+        out.extend(btype.to_le_bytes());
+        out.extend((len as u32).to_le_bytes());
+        out.extend_from_slice(body);
+        out.resize(len - 4, 0);
+        out.extend((len as u32).to_le_bytes());
+        out
+    }
+
+    fn shb() -> Vec<u8> {
+        let mut body = BOM_LE.to_vec();
+        body.extend([1, 0, 0, 0]);
+        body.extend((-1i64).to_le_bytes());
+        block(PCAPNG_SHB, &body)
+    }
+
+    fn idb(lt: u16, opts: &[(u16, &[u8])]) -> Vec<u8> {
+        let mut body = Vec::new();
+        body.extend(lt.to_le_bytes());
+        body.extend([0, 0]);
+        body.extend(0u32.to_le_bytes());
+        for (code, v) in opts {
+            body.extend(code.to_le_bytes());
+            body.extend((v.len() as u16).to_le_bytes());
+            body.extend_from_slice(v);
+            body.resize(body.len().div_ceil(4) * 4, 0);
+        }
+        body.extend([0, 0, 0, 0]);
+        block(BT_IDB, &body)
+    }
+
+    fn epb(ifid: u32, ts: u64, data: &[u8], orig: u32) -> Vec<u8> {
+        let mut body = Vec::new();
+        body.extend(ifid.to_le_bytes());
+        body.extend(((ts >> 32) as u32).to_le_bytes());
+        body.extend((ts as u32).to_le_bytes());
+        body.extend((data.len() as u32).to_le_bytes());
+        body.extend(orig.to_le_bytes());
+        body.extend_from_slice(data);
+        block(BT_EPB, &body)
+    }
+
+    #[test]
+    fn pcapng_interfaces_resolutions_and_skips() {
+        let mut f = shb();
+        f.extend(idb(
+            1,
+            &[
+                (OPT_IF_TSRESOL, &[9]),
+                (OPT_IF_TSOFFSET, &100i64.to_le_bytes()),
+            ],
+        ));
+        f.extend(idb(147, &[]));
+        f.extend(idb(101, &[(OPT_IF_TSRESOL, &[0x80 | 10])]));
+        f.extend(epb(0, 1_500_000_999, b"ns", 2)); // 1.500000999 s + 100 s offset
+        f.extend(epb(1, 7, b"skipped", 7)); // link type 147: counted, skipped
+        f.extend(epb(2, 3 << 10, b"bin", 3)); // 3 s in 2^-10 units
+        let mut spb = 5u32.to_le_bytes().to_vec();
+        spb.extend(b"12345");
+        f.extend(block(BT_SPB, &spb));
+        f.extend(epb(9, 0, b"x", 1));
+        let mut r = open(f).unwrap();
+        let got = all(&mut r);
+        assert_eq!(got[0], (1, 101_500_000, 1, b"ns".to_vec(), 2));
+        assert_eq!(got[1], (3, 3_000_000, 101, b"bin".to_vec(), 3));
+        assert_eq!(got[2], (4, 0, 1, b"12345".to_vec(), 5));
+        assert_eq!(got.len(), 3);
+        assert_eq!(r.skipped_unknown_link, 1);
+        assert_eq!(
+            r.truncated.as_deref(),
+            Some("packet 5 names interface 9, which was never described")
+        );
+    }
+}

@@ -801,3 +801,211 @@ fn finish_conn(conn: &mut Conn, out: &mut Out<'_>) {
         stream: conn.stream,
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const C: Addr = Addr::V4([10, 0, 0, 1]);
+    const S: Addr = Addr::V4([10, 0, 0, 2]);
+
+    fn seg(
+        from_client: bool,
+        seq: u32,
+        ack: u32,
+        flags: u8,
+        payload: &'static [u8],
+    ) -> Segment<'static> {
+        let (src, dst, sport, dport) = if from_client {
+            (C, S, 40000, 9092)
+        } else {
+            (S, C, 9092, 40000)
+        };
+        Segment {
+            src,
+            dst,
+            sport,
+            dport,
+            seq,
+            ack,
+            flags,
+            payload,
+            missing: 0,
+        }
+    }
+
+    fn run(segs: &[Segment<'static>]) -> (Vec<TcpEvent>, Reassembler) {
+        let mut r = Reassembler::new(1 << 20, vec![9092]);
+        for (i, s) in segs.iter().enumerate() {
+            r.segment(s, i as u64 + 1, (i as i64 + 1) * 1000);
+        }
+        r.finish();
+        (std::mem::take(&mut r.events), r)
+    }
+
+    fn handshake() -> Vec<Segment<'static>> {
+        vec![
+            seg(true, 1000, 0, SYN, b""),
+            seg(false, 5000, 1001, SYN | ACK, b""),
+            seg(true, 1001, 5001, ACK, b""),
+        ]
+    }
+
+    fn data_of(evs: &[TcpEvent], want_role: usize) -> Vec<(Vec<u8>, u64)> {
+        evs.iter()
+            .filter_map(|e| match e {
+                TcpEvent::Data {
+                    role, data, packet, ..
+                } if *role == want_role => Some((data.clone(), *packet)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn kinds(evs: &[TcpEvent]) -> Vec<&'static str> {
+        evs.iter()
+            .filter_map(|e| {
+                if let TcpEvent::Anomaly { kind, .. } = e {
+                    Some(*kind)
+                } else {
+                    None
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn in_order_roles_and_close() {
+        let mut s = handshake();
+        s.push(seg(true, 1001, 5001, ACK, b"hello"));
+        s.push(seg(false, 5001, 1006, ACK, b"world"));
+        s.push(seg(true, 1006, 5006, FIN | ACK, b""));
+        s.push(seg(false, 5006, 1007, FIN | ACK, b""));
+        let (evs, r) = run(&s);
+        assert_eq!(data_of(&evs, CLIENT), vec![(b"hello".to_vec(), 4)]);
+        assert_eq!(data_of(&evs, SERVER), vec![(b"world".to_vec(), 5)]);
+        let c = r.conn(0);
+        assert_eq!(
+            (
+                c.client_port,
+                c.server_port,
+                c.state(),
+                c.packets,
+                c.bytes()
+            ),
+            (40000, 9092, "closed", 7, (5, 5))
+        );
+        assert_eq!(
+            evs.iter()
+                .filter(|e| matches!(e, TcpEvent::Close { .. }))
+                .count(),
+            1
+        );
+        assert!(kinds(&evs).is_empty());
+    }
+
+    #[test]
+    fn out_of_order_completes_at_the_late_packet() {
+        let mut s = handshake();
+        s.push(seg(true, 1004, 5001, ACK, b"def")); // 3 bytes ahead: held
+        s.push(seg(true, 1001, 5001, ACK, b"abc")); // fills the hole
+        let (evs, _) = run(&s);
+        assert_eq!(
+            data_of(&evs, CLIENT),
+            vec![(b"abc".to_vec(), 5), (b"def".to_vec(), 5)]
+        );
+        let detail = evs.iter().find_map(|e| match e {
+            TcpEvent::Anomaly {
+                kind: "out_of_order",
+                detail,
+                packet,
+                ..
+            } => Some((detail.clone(), *packet)),
+            _ => None,
+        });
+        assert_eq!(
+            detail,
+            Some((
+                "client segment 3 bytes ahead of the expected sequence; held".into(),
+                4
+            ))
+        );
+    }
+
+    #[test]
+    fn retransmissions_exact_partial_and_conflicting() {
+        let mut s = handshake();
+        s.push(seg(true, 1001, 5001, ACK, b"abcd"));
+        s.push(seg(true, 1001, 5001, ACK, b"abcd")); // exact copy
+        s.push(seg(true, 1003, 5001, ACK, b"cdef")); // 2 old bytes, 2 new
+        s.push(seg(true, 1001, 5001, ACK, b"XY")); // differs from the first copy
+        let (evs, r) = run(&s);
+        assert_eq!(
+            data_of(&evs, CLIENT),
+            vec![(b"abcd".to_vec(), 4), (b"ef".to_vec(), 6)]
+        );
+        let details: Vec<String> = evs
+            .iter()
+            .filter_map(|e| {
+                if let TcpEvent::Anomaly { detail, .. } = e {
+                    Some(detail.clone())
+                } else {
+                    None
+                }
+            })
+            .collect();
+        assert_eq!(
+            details,
+            vec![
+                "retransmission of 4 client bytes at stream offset 0".to_string(),
+                "partial retransmission of 2 client bytes at stream offset 2".to_string(),
+                "retransmitted client bytes differ from the first copy at stream offset 0; first copy kept".to_string(),
+            ]
+        );
+        assert_eq!(r.conn(0).retransmissions, 3);
+    }
+
+    #[test]
+    fn acknowledged_hole_becomes_a_gap_at_the_held_packet() {
+        let mut s = handshake();
+        s.push(seg(true, 1011, 5001, ACK, b"later")); // 10 bytes never seen before it
+        s.push(seg(false, 5001, 1016, ACK, b"")); // the server acknowledges all 15
+        for _ in 0..8 {
+            s.push(seg(false, 5001, 1016, ACK, b""));
+        }
+        let (evs, r) = run(&s);
+        let gap = evs.iter().find_map(|e| match e {
+            TcpEvent::Gap { size, packet, .. } => Some((*size, *packet)),
+            _ => None,
+        });
+        assert_eq!(gap, Some((10, 4)));
+        assert_eq!(data_of(&evs, CLIENT), vec![(b"later".to_vec(), 4)]);
+        assert_eq!(r.conn(0).gaps, 1);
+    }
+
+    #[test]
+    fn port_reuse_and_midstream_roles() {
+        let mut s = handshake();
+        s.push(seg(true, 1001, 5001, RST, b""));
+        s.push(seg(true, 9000, 0, SYN, b"")); // same 4-tuple after a reset: a new stream
+        let (evs, r) = run(&s);
+        assert_eq!(r.connections().len(), 2);
+        assert_eq!((r.conn(0).state(), r.conn(1).state()), ("reset", "open"));
+        assert_eq!(
+            evs.iter()
+                .filter(|e| matches!(e, TcpEvent::Open { .. }))
+                .count(),
+            2
+        );
+        // Without a SYN the server port decides which side is the client.
+        let (_, r) = run(&[seg(false, 7, 9, ACK, b"x")]);
+        assert_eq!(
+            (
+                r.conn(0).client_port,
+                r.conn(0).server_port,
+                r.conn(0).state()
+            ),
+            (40000, 9092, "midstream")
+        );
+    }
+}
