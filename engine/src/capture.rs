@@ -54,7 +54,7 @@ impl std::fmt::Display for CaptureError {
 }
 
 /// One captured packet record, borrowed from the reader's buffer until the next call.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Record<'a> {
     /// 1-based packet number, as Wireshark counts.
     pub number: u64,
@@ -66,6 +66,22 @@ pub struct Record<'a> {
     pub data: &'a [u8],
     /// Length on the wire (> `data.len()` when the snap length cut it).
     pub orig_len: u32,
+    /// Why the file's time was unusable (`ts_us` is then the capture's last good time).
+    pub ts_note: Option<String>,
+}
+
+/// 0001-01-01T00:00:00Z in microseconds: the earliest time every sink can represent.
+pub const TS_MIN_US: i128 = -62_135_596_800_000_000;
+/// 9999-12-31T23:59:59.999999Z in microseconds: the latest time every sink can represent.
+pub const TS_MAX_US: i128 = 253_402_300_799_999_999;
+
+fn pcap_fraction_note(sec: i64, frac: i64, nano: bool) -> String {
+    let (unit, top) = if nano {
+        ("ns", "999999999")
+    } else {
+        ("µs", "999999")
+    };
+    format!("timestamp fraction {frac} {unit} is beyond a second (at most {top}): the time is {sec} s plus that fraction")
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -77,6 +93,8 @@ struct Iface {
     shift: u32,
     offset_us: i128,
     snap: u32,
+    resol: u8,
+    offset_s: i64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -243,6 +261,8 @@ pub struct CaptureReader {
     big: bool,
     ifaces: Vec<Iface>,
     started: bool,
+    /// The last representable pcapng time, given to a packet whose own time is not.
+    last_ts: i64,
 }
 
 fn read_some(r: &mut dyn Read, out: &mut [u8]) -> io::Result<usize> {
@@ -291,10 +311,6 @@ fn ts_scale(resol: u8) -> (u128, Option<u128>, u32) {
         return (10u128.pow(6 - n), Some(1), 0);
     }
     (1, 10u128.checked_pow(n - 6), 0)
-}
-
-fn clamp_i64(v: i128) -> i64 {
-    v.clamp(i64::MIN as i128, i64::MAX as i128) as i64
 }
 
 impl CaptureReader {
@@ -405,6 +421,7 @@ impl CaptureReader {
             big: false,
             ifaces: Vec::new(),
             started: false,
+            last_ts: 0,
         };
         if let Err(e) = r.fill(28) {
             let c = r.compression.unwrap_or("read");
@@ -623,7 +640,13 @@ impl CaptureReader {
         self.pos = start + incl;
         self.records = number + 1;
         let ts_us = sec * 1_000_000 + if nano { frac / 1000 } else { frac };
+        let ts_note = if frac >= if nano { 1_000_000_000 } else { 1_000_000 } {
+            Some(pcap_fraction_note(sec, frac, nano))
+        } else {
+            None
+        };
         Some(Record {
+            ts_note,
             number: number + 1,
             ts_us,
             linktype,
@@ -751,11 +774,18 @@ impl CaptureReader {
                         Some(div) => ((ts * iface.mult) >> iface.shift) / div,
                         None => 0,
                     };
-                    let ts_us = clamp_i64(scaled as i128 + iface.offset_us);
+                    let t = scaled as i128 + iface.offset_us;
+                    let (ts_us, ts_note) = if (TS_MIN_US..=TS_MAX_US).contains(&t) {
+                        self.last_ts = t as i64;
+                        (t as i64, None)
+                    } else {
+                        (self.last_ts, Some(time_note(t, ifid, &iface)))
+                    };
                     let data = &self.buf[p + 28..p + 28 + caplen];
                     return Some(Record {
                         number,
                         ts_us,
+                        ts_note,
                         linktype: iface.linktype,
                         data,
                         orig_len: origlen,
@@ -788,7 +818,8 @@ impl CaptureReader {
                     let data = &self.buf[p + 12..p + 12 + caplen];
                     return Some(Record {
                         number,
-                        ts_us: 0,
+                        ts_us: 0, // no time in a Simple Packet Block
+                        ts_note: None,
                         linktype: iface.linktype,
                         data,
                         orig_len: origlen,
@@ -812,6 +843,22 @@ impl CaptureReader {
 }
 
 /// Link type, timestamp scale and snap length of an Interface Description Block (`block` whole).
+/// The anomaly text for a pcapng packet whose time falls outside years 1–9999.
+fn time_note(t_us: i128, ifid: usize, iface: &Iface) -> String {
+    let resol = iface.resol;
+    let unit = if resol & 0x80 != 0 {
+        format!("2^-{}", resol & 0x7F)
+    } else {
+        format!("10^-{resol}")
+    };
+    format!(
+        "packet time is not representable: interface {ifid} (if_tsresol {resol}: units of {unit} s, if_tsoffset {} s) \
+puts it at {} s from 1970, outside years 1-9999; the capture's last good time is used",
+        iface.offset_s,
+        t_us.div_euclid(1_000_000)
+    )
+}
+
 fn parse_idb(block: &[u8], big: bool) -> Iface {
     let lt = u16_at(block, 8, big) as u32;
     let snap = u32_at(block, 12, big);
@@ -847,6 +894,8 @@ fn parse_idb(block: &[u8], big: bool) -> Iface {
         shift,
         offset_us: offset_s as i128 * 1_000_000,
         snap,
+        resol,
+        offset_s,
     }
 }
 

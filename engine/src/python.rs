@@ -11,9 +11,12 @@
 //! | `OPEN` 2 | `(2, stream, client, client_port, server, server_port, first_ts_us)` |
 //! | `DATA` 3 | `(3, stream, role, bytes, packet, ts_us)` |
 //! | `GAP` 4 | `(4, stream, role, size, packet, ts_us)` |
-//! | `CLOSE` 5 | `(5, stream)` |
+//! | `CLOSE` 5 | `(5, stream, last_ts_us)` |
 //! | `ANOMALY` 6 | `(6, kind, detail, packet, stream)` |
 //! | `END` 7 | `(7,)` — the last record was read; the flush of open connections follows |
+//! | `BAD_TIMESTAMP` 8 | `(8, number, note)` — the record's time was unusable (it has the last good one) |
+//! | `TOUCH` 9 | `(9, stream, ts_us)` — a packet of a connection whose reassembly ended |
+//! | `SAW_SYN` 10 | `(10, stream)` — the connection's first SYN |
 
 use std::io::{self, Read};
 
@@ -120,6 +123,11 @@ impl StreamReader {
         }
         self.engine.configure(max_out_of_order, server_ports);
         Ok(())
+    }
+
+    /// Swap a connection's client and server from now on (detection's decision).
+    fn swap_roles(&mut self, stream: u64) {
+        self.engine.tcp.swap_roles(stream);
     }
 
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -248,8 +256,15 @@ impl StreamReader {
                 packet,
                 ts_us,
             }) => (4u8, stream, role_name(role), size, packet, ts_us).into_pyobject(py)?,
-            Event::Tcp(TcpEvent::Close { stream }) => PyTuple::new(py, [5u64, stream])?,
+            Event::Tcp(TcpEvent::Close { stream, last_ts_us }) => {
+                (5u8, stream, last_ts_us).into_pyobject(py)?
+            }
+            Event::Tcp(TcpEvent::Touch { stream, ts_us }) => {
+                (9u8, stream, ts_us).into_pyobject(py)?
+            }
+            Event::Tcp(TcpEvent::SawSyn { stream }) => PyTuple::new(py, [10u64, stream])?,
             Event::End => PyTuple::new(py, [7u8])?,
+            Event::BadTimestamp { number, note } => (8u8, number, note).into_pyobject(py)?,
             Event::Tcp(TcpEvent::Anomaly {
                 kind,
                 detail,

@@ -20,6 +20,8 @@ pub enum Event {
         caplen: u64,
         orig_len: u64,
     },
+    /// The record's time in the file was unusable (it carries the capture's last good time).
+    BadTimestamp { number: u64, note: String },
     /// What reassembly made of the record's segment.
     Tcp(TcpEvent),
     /// The last record was read; what follows is the flush of the connections still open.
@@ -80,6 +82,12 @@ impl StreamEngine {
                     number: rec.number,
                     caplen: rec.data.len() as u64,
                     orig_len: rec.orig_len as u64,
+                });
+            }
+            if let Some(note) = &rec.ts_note {
+                out.push(Event::BadTimestamp {
+                    number: rec.number,
+                    note: note.clone(),
                 });
             }
             let (number, ts_us, linktype) = (rec.number, rec.ts_us, rec.linktype);

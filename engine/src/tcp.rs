@@ -60,7 +60,11 @@ pub enum TcpEvent {
         ts_us: i64,
     },
     /// The connection's reassembly ended (its stats keep counting later packets).
-    Close { stream: u64 },
+    Close { stream: u64, last_ts_us: i64 },
+    /// A packet of a connection whose reassembly ended (its time is the connection's last).
+    Touch { stream: u64, ts_us: i64 },
+    /// The connection's first SYN (detection may swap the roles only of one without).
+    SawSyn { stream: u64 },
     /// Something the reader should know, at a packet.
     Anomaly {
         kind: &'static str,
@@ -88,8 +92,13 @@ struct Half {
     ooo_bytes: usize,
     recent: VecDeque<(i64, Vec<u8>)>,
     acked_raw: Option<u32>,
+    /// The packet (and time) of the ACK that first covered bytes not seen yet.
+    acked_packet: u64,
+    acked_ts_us: i64,
     syn: bool,
     fin: bool,
+    /// Sequence number of this direction's FIN: its data ends there.
+    fin_raw: Option<u32>,
     bytes: u64,
 }
 
@@ -98,12 +107,19 @@ impl Half {
         self.ooo.iter().position(|h| h.seq == seq)
     }
 
-    /// Segments wait behind a hole the receiver has acknowledged.
+    /// Bytes of this direction the receiver acknowledged (or that precede its FIN) beyond what
+    /// the capture delivered: tshark's "ACKed unseen segment". 0 when there are none.
+    fn unseen(&self) -> u64 {
+        let Some(next) = self.next_raw else { return 0 };
+        let Some(end) = self.fin_raw.or(self.acked_raw) else {
+            return 0;
+        };
+        delta(end, next).max(0) as u64
+    }
+
+    /// The receiver acknowledged bytes of this direction that the capture has not delivered.
     fn hole_open(&self) -> bool {
-        match (self.ooo.is_empty(), self.acked_raw) {
-            (false, Some(acked)) => delta(acked, self.next_raw.unwrap_or(0)) > 0,
-            _ => false,
-        }
+        self.unseen() > 0
     }
 }
 
@@ -317,6 +333,32 @@ impl Reassembler {
         (ci, role)
     }
 
+    /// Make the side taken for the server the client (detection found the other side sends the
+    /// requests), as `TcpReassembler.swap_roles` does: the table stays keyed by (client, server).
+    pub fn swap_roles(&mut self, stream: u64) {
+        let Some(conn) = self.all.get_mut(stream as usize) else {
+            return;
+        };
+        let key = (conn.client, conn.client_port, conn.server, conn.server_port);
+        let mine = self.connections.get(&key) == Some(&(stream as usize));
+        if mine {
+            self.connections.remove(&key);
+        }
+        std::mem::swap(&mut conn.client, &mut conn.server);
+        std::mem::swap(&mut conn.client_port, &mut conn.server_port);
+        conn.halves.swap(CLIENT, SERVER);
+        conn.hole = conn.hole.map(|h| 1 - h);
+        for q in conn.queued.iter_mut() {
+            q.role = 1 - q.role;
+        }
+        if mine {
+            self.connections.insert(
+                (conn.client, conn.client_port, conn.server, conn.server_port),
+                stream as usize,
+            );
+        }
+    }
+
     /// One captured TCP segment.
     pub fn segment(&mut self, seg: &Segment<'_>, packet: u64, ts_us: i64) {
         let (ci, role) = self.lookup(seg, ts_us);
@@ -354,6 +396,11 @@ fn segment_conn(
     conn.last_packet = packet;
     let flags = seg.flags;
     if flags & SYN != 0 {
+        if !conn.saw_syn {
+            out.events.push(TcpEvent::SawSyn {
+                stream: conn.stream,
+            });
+        }
         conn.saw_syn = true;
         let half = &mut conn.halves[role];
         if half.next_raw.is_none() || !half.syn {
@@ -366,10 +413,18 @@ fn segment_conn(
     if flags & ACK != 0 {
         let o = &mut conn.halves[other];
         if o.next_raw.is_some() && o.acked_raw.is_none_or(|a| delta(seg.ack, a) > 0) {
+            if o.unseen() == 0 {
+                o.acked_packet = packet;
+                o.acked_ts_us = ts_us;
+            }
             o.acked_raw = Some(seg.ack);
         }
     }
     if conn.finished {
+        out.events.push(TcpEvent::Touch {
+            stream: conn.stream,
+            ts_us,
+        });
         return;
     }
     if conn.hole.is_some() {
@@ -380,7 +435,7 @@ fn segment_conn(
     }
     // The peer's bytes this packet acknowledges were received before it was sent: a hole it
     // reveals is dealt with before this packet's own data goes up.
-    if conn.halves[other].hole_open() {
+    if conn.halves[other].acked_raw.is_some() && conn.halves[other].hole_open() {
         await_hole(conn, other);
     }
     let payload = seg.payload;
@@ -439,6 +494,22 @@ fn segment_conn(
         finish_conn(conn, out);
     } else if flags & FIN != 0 {
         conn.halves[role].fin = true;
+        if conn.halves[role].fin_raw.is_none() {
+            let half = &mut conn.halves[role];
+            let known = half.unseen(); // already revealed by an ACK: reported at that ACK
+            half.fin_raw = Some(seg.seq.wrapping_add(payload.len() as u32));
+            if half.unseen() > 0 && conn.hole.is_none() {
+                // The FIN's sequence number says bytes before it were sent that the capture lacks.
+                if known == 0 {
+                    half.acked_packet = packet;
+                    half.acked_ts_us = ts_us;
+                }
+                await_hole(conn, role);
+                if conn.halves[role].ooo.is_empty() {
+                    give_up(conn, out); // nothing more of this direction is coming
+                }
+            }
+        }
         if !conn.halves[role].ooo.is_empty() {
             flush_ooo(conn, role, packet, ts_us, "connection ended", out);
         }
@@ -759,8 +830,31 @@ fn give_up(conn: &mut Conn, out: &mut Out<'_>) {
                 out,
             );
         }
+        unseen_gap(conn, role, out);
     }
     replay(conn, out);
+}
+
+/// Report acknowledged bytes that nothing captured follows (nothing is held behind them) at the
+/// ACK (or FIN) that revealed them, as tshark flags "ACKed unseen segment".
+fn unseen_gap(conn: &mut Conn, role: usize, out: &mut Out<'_>) {
+    let half = &conn.halves[role];
+    let n = half.unseen();
+    if n > 0 && half.ooo.is_empty() {
+        let mut why = "the receiver acknowledged bytes the capture lacks";
+        if let Some(fin) = half.fin_raw {
+            if half.acked_raw.is_none_or(|a| delta(a, fin) <= 0) {
+                why = "the sender's FIN comes after bytes the capture lacks";
+            }
+        }
+        let packet = if half.acked_packet != 0 {
+            half.acked_packet
+        } else {
+            conn.last_packet
+        };
+        let ts = half.acked_ts_us;
+        gap(conn, role, n, packet, ts, why, out);
+    }
 }
 
 fn resume(conn: &mut Conn, out: &mut Out<'_>) {
@@ -792,6 +886,7 @@ fn finish_conn(conn: &mut Conn, out: &mut Out<'_>) {
             let (p, t) = (conn.last_packet, conn.last_ts_us);
             flush_ooo(conn, role, p, t, "connection ended", out);
         }
+        unseen_gap(conn, role, out);
         conn.halves[role].recent = VecDeque::new();
         conn.halves[role].ooo = Vec::new();
     }
@@ -799,6 +894,7 @@ fn finish_conn(conn: &mut Conn, out: &mut Out<'_>) {
     conn.finished = true;
     out.events.push(TcpEvent::Close {
         stream: conn.stream,
+        last_ts_us: conn.last_ts_us,
     });
 }
 

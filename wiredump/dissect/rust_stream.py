@@ -25,18 +25,20 @@ __all__ = ["ENGINES", "RustCapture", "RustConnection", "dissect_native"]
 ENGINES = ("python", "rust")
 """The values `Options.engine`, `--engine` and WIREDUMP_ENGINE accept."""
 
-RECORD, TRUNCATED, OPEN, DATA, GAP, CLOSE, ANOMALY, END = range(8)
+RECORD, TRUNCATED, OPEN, DATA, GAP, CLOSE, ANOMALY, END, BAD_TIMESTAMP, TOUCH, SAW_SYN = range(11)
+_OTHER = {"client": "server", "server": "client"}
 
 
 class RustConnection:
     """What the pipeline's listener keeps of a connection reassembled in Rust.
 
-    The listener reads the endpoints and keeps its per-connection state in `user`; the
-    counters (packets, bytes, gaps…) stay in Rust until the connection summaries are read.
+    The listener reads the endpoints, `saw_syn` and (once closed) `last_ts_us`, and keeps its
+    per-connection state in `user`; the counters (packets, bytes, gaps…) stay in Rust until the
+    connection summaries are read.
     """
 
     __slots__ = ("stream", "client", "client_port", "server", "server_port", "first_ts_us")
-    __slots__ += ("user", "protocol", "frames")
+    __slots__ += ("user", "protocol", "frames", "saw_syn", "last_ts_us")
 
     def __init__(self, stream: int, client: str, client_port: int, server: str, server_port: int, first: int):
         self.stream = stream
@@ -48,6 +50,33 @@ class RustConnection:
         self.user: Any = None
         self.protocol: str | None = None
         self.frames = 0
+        self.saw_syn = False
+        self.last_ts_us = first
+
+    def swap_roles(self) -> None:
+        self.client, self.client_port, self.server, self.server_port = (
+            self.server,
+            self.server_port,
+            self.client,
+            self.client_port,
+        )
+
+
+class _Roles:
+    """Stands in for the pipeline's `TcpReassembler` where detection swaps a connection's roles.
+
+    The swap reaches the Rust reassembler for the events it makes from then on; the events of the
+    batch at hand were made before it, so their roles are turned here (`flipped`).
+    """
+
+    def __init__(self, reader: RustCapture) -> None:
+        self.reader = reader
+        self.flipped: set[int] = set()
+
+    def swap_roles(self, conn: RustConnection) -> None:
+        conn.swap_roles()
+        self.reader._reader.swap_roles(conn.stream)
+        self.flipped ^= {conn.stream}
 
 
 class RustCapture:
@@ -111,6 +140,19 @@ class RustCapture:
         """Nothing to release before iteration ends (the file closes with the reader)."""
 
 
+def _flip(ev: tuple) -> tuple:
+    """An event made before its connection's roles were swapped, as it would have been made after."""
+    if ev[0] == ANOMALY:
+        kind, detail = ev[1], ev[2]
+        words = detail.split(" ")
+        for i, w in enumerate(words):
+            if w in _OTHER:
+                words[i] = _OTHER[w]
+                break
+        return (ev[0], kind, " ".join(words), *ev[3:])
+    return (ev[0], ev[1], _OTHER[ev[2]], *ev[3:])
+
+
 def dissect_native(reader: RustCapture, options: Options) -> Iterator[Event]:
     """`pipeline.dissect_capture` with capture reading and reassembly done in Rust.
 
@@ -123,6 +165,9 @@ def dissect_native(reader: RustCapture, options: Options) -> Iterator[Event]:
 
     cap = _Capture(reader.name, options)
     reader.configure(cap.server_ports, cap.limits.max_out_of_order)
+    roles = _Roles(reader)
+    cap.tcp = roles  # type: ignore[assignment]
+    flipped = roles.flipped
     conns: dict[int, RustConnection] = {}
     on_data, on_gap, on_close, on_anomaly = cap.on_data, cap.on_gap, cap.on_close, cap.on_anomaly
     owns_none = cap.owns(None)
@@ -130,8 +175,11 @@ def dissect_native(reader: RustCapture, options: Options) -> Iterator[Event]:
     packets = 0
     started = False
     for batch in reader:
+        flipped.clear()
         for ev in batch:
             code = ev[0]
+            if flipped and code in (DATA, GAP, ANOMALY) and ev[4 if code == ANOMALY else 1] in flipped:
+                ev = _flip(ev)
             if code == DATA:
                 on_data(conns[ev[1]], ev[2], ev[3], ev[4], ev[5])
             elif code == RECORD:
@@ -149,7 +197,21 @@ def dissect_native(reader: RustCapture, options: Options) -> Iterator[Event]:
             elif code == GAP:
                 on_gap(conns[ev[1]], ev[2], ev[3], ev[4], ev[5])
             elif code == CLOSE:
-                on_close(conns[ev[1]])
+                c = conns[ev[1]]
+                c.last_ts_us = ev[2]
+                on_close(c)
+            elif code == TOUCH:
+                conns[ev[1]].last_ts_us = ev[2]
+            elif code == SAW_SYN:
+                conns[ev[1]].saw_syn = True
+            elif code == BAD_TIMESTAMP:
+                if owns_none:
+                    # The reader gave the packet the capture's last good time; say so on the packet.
+                    cap.ready.append(
+                        Event(
+                            ANOMALY_EV, Anomaly("bad_timestamp", ev[2], packet=ev[1], stream=None), cap.name
+                        )
+                    )
             elif code == TRUNCATED:
                 if owns_none:
                     cap.ready.append(
@@ -168,6 +230,7 @@ def dissect_native(reader: RustCapture, options: Options) -> Iterator[Event]:
                 if started and (cap.ready or cap.held):
                     yield from cap.release()
                 started = False
+    cap.end()
     truncated = reader.truncated
     if truncated and owns_none:
         cap.ready.append(Event(ANOMALY_EV, Anomaly("truncated_capture", truncated, packet=packets), cap.name))
