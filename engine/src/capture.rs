@@ -20,6 +20,8 @@ use crate::packet::linktype_supported;
 
 /// Bytes read from the input at a time.
 pub const CHUNK: usize = 1 << 20;
+/// Bytes asked of the input per read call (the buffer grows by this much, zero-filled, per call).
+const READ_STEP: usize = 64 << 10;
 /// A record or block claiming more than this is treated as corruption, not buffered.
 pub const MAX_RECORD: usize = 16 << 20;
 
@@ -525,7 +527,7 @@ impl CaptureReader {
         }
         while self.buf.len() < need {
             let len = self.buf.len();
-            let want = CHUNK.max(need - len);
+            let want = READ_STEP.max(need - len);
             self.buf.resize(len + want, 0);
             let got = read_some(&mut *self.input, &mut self.buf[len..]);
             match got {
