@@ -405,3 +405,19 @@ def test_tcp_cases(name: str) -> None:
         ]
         if run.finished:
             assert rs == py
+
+
+# -- the switch ---------------------------------------------------------------------------------------
+def test_cli_engine_switch(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--engine rust` (any position) and WIREDUMP_ENGINE give the timeline `--engine python` gives."""
+    from tests.cli_support import run_cli
+
+    sample = str(ROOT / "samples" / "kafka-basic.pcap")
+    monkeypatch.delenv("WIREDUMP_ENGINE", raising=False)
+    py = run_cli(capsys, "--engine", "python", sample)
+    rs = run_cli(capsys, sample, "--engine=rust")
+    assert py.code == rs.code == 0 and py.out == rs.out and "Produce" in rs.out
+    monkeypatch.setenv("WIREDUMP_ENGINE", "rust")
+    assert run_cli(capsys, "stats", sample).out == run_cli(capsys, "stats", sample, "--engine", "python").out
+    bad = run_cli(capsys, sample, "--engine", "java")
+    assert bad.code == 2 and "--engine takes python or rust" in bad.err

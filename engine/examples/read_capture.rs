@@ -1,5 +1,5 @@
 //! Reads and reassembles a capture with the engine alone (no Python), for benchmarks/engine_read.py:
-//! prints packets, TCP events, payload bytes delivered and seconds.
+//! prints packets, listener events (data, gap, close, anomaly), payload bytes delivered and seconds.
 //!
 //!     cargo run --release --example read_capture -- capture.pcap
 
@@ -29,9 +29,16 @@ fn main() {
         out.clear();
         engine.step(4096, 16384, &mut out);
         for ev in &out {
-            events += 1;
-            if let Event::Tcp(TcpEvent::Data { data, .. }) = ev {
-                bytes += data.len() as u64;
+            // Counted as the Python listener is called: data, gap, close, anomaly.
+            match ev {
+                Event::Tcp(TcpEvent::Data { data, .. }) => {
+                    events += 1;
+                    bytes += data.len() as u64;
+                }
+                Event::Tcp(
+                    TcpEvent::Gap { .. } | TcpEvent::Close { .. } | TcpEvent::Anomaly { .. },
+                ) => events += 1,
+                _ => {}
             }
         }
     }

@@ -7,6 +7,7 @@ end as one line on stderr and exit code 2, never a traceback.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from typing import Annotated
@@ -115,8 +116,6 @@ def arrow_without_pandas() -> None:
 def _take_engine(args: list[str]) -> list[str]:
     """Remove `--engine python|rust` (any command, any position) and pass it on as WIREDUMP_ENGINE,
     which every command's Options read."""
-    import os
-
     from wiredump.dissect.rust_stream import ENGINES
 
     out: list[str] = []
@@ -152,6 +151,7 @@ def main(argv: list[str] | None = None) -> None:
     if argv is None and hasattr(signal, "SIGPIPE"):
         # `wiredump X | head` ends quietly when head stops reading, as tshark does.
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    engine_before = os.environ.get("WIREDUMP_ENGINE")  # restored on return: main() may run in-process
     try:
         args = _take_engine(args)
     except UsageError as e:
@@ -180,3 +180,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(0)
     except KeyboardInterrupt:
         sys.exit(130)
+    finally:
+        if engine_before is None:
+            os.environ.pop("WIREDUMP_ENGINE", None)
+        else:
+            os.environ["WIREDUMP_ENGINE"] = engine_before
