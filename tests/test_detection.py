@@ -60,6 +60,7 @@ def decode(path: Path, **options: object) -> tuple[list[Frame], list[Anomaly], l
             anomalies.append(ev.obj)
         elif ev.kind == "connection":
             conns.append(ev.obj)
+    assert not [a for a in anomalies if a.kind == "internal_error"]
     return frames, anomalies, conns
 
 
@@ -299,6 +300,50 @@ def test_a_port_detected_on_one_connection_decides_an_ambiguous_one(tmp_path: Pa
     assert [f.packet for f in frames] == sorted(f.packet for f in frames)
 
 
+# -- the scores themselves ----------------------------------------------------------------------------
+OWN_PORTS = {"kafka": KAFKA, "pulsar": 6650, "pravega": 12345, "tank": TANK}
+
+
+def first_bytes(cap: V.Capture, port: int) -> list[tuple[bytes, bytes]]:
+    """(client, server) first 64 KiB of every connection that carried data both ways, in capture order."""
+    conns: dict[frozenset, tuple[bytearray, bytearray]] = {}
+    for r in cap.recs:
+        t = r.tcp()
+        if t is None or not t.payload:
+            continue
+        c, s = conns.setdefault(t.conn, (bytearray(), bytearray()))
+        side = s if t.src[1] == port else c
+        if len(side) < 65536:
+            side += t.payload
+    return [(bytes(c[:65536]), bytes(s[:65536])) for c, s in conns.values() if c and s]
+
+
+@pytest.mark.parametrize("proto", sorted(OWN_PORTS))
+def test_each_protocol_is_sure_of_its_own_traffic_and_of_no_other(proto: str) -> None:
+    """Every connection of every real capture: its protocol (the folder it was recorded for) scores at
+    least the minimum on what each side sent; every other protocol stays below it, both ways round."""
+    from wiredump.dissect.protocols import all_protocols
+    from wiredump.dissect.protocols.base import MIN_CONFIDENCE
+
+    specs = all_protocols()
+    paths = sorted((CAPTURES / proto).glob("*.pcap"))
+    checked = 0
+    for path in paths:
+        try:
+            cap = V.read(path)
+        except ValueError:
+            continue  # not Ethernet (go-sniffer-kafka is Linux cooked)
+        for client, server in first_bytes(cap, OWN_PORTS[proto]):
+            assert specs[proto].score(client, server, True) >= MIN_CONFIDENCE, path.name
+            for other, spec in specs.items():
+                if other != proto:
+                    assert spec.score(client, server, True) < MIN_CONFIDENCE, (path.name, other)
+                    assert spec.score(client, server, False) < MIN_CONFIDENCE, (path.name, other)
+                    assert spec.score(server, client, False) < MIN_CONFIDENCE, (path.name, other)
+            checked += 1
+    assert checked >= len(paths)
+
+
 # -- noise is undecoded, never a guess ------------------------------------------------------------------
 def noise(recs: list[V.Rec], seed: int, head: Callable[[int], bytes] | None = None) -> list[V.Rec]:
     """Every payload replaced by seeded random bytes of the same length (same sequence numbers);
@@ -340,3 +385,32 @@ def test_noise_on_an_unknown_port_is_undecoded(
     assert conns and {c.protocol for c in conns} == {None}
     assert sum(c.bytes_client + c.bytes_server for c in conns) > 1000
     assert not {"malformed", "resync", "unknown_type"} & {a.kind for a in anomalies}
+
+
+@pytest.mark.internal_error_expected
+def test_a_protocol_whose_scoring_raises_is_an_internal_error_not_a_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug in one protocol's detection is reported (type, protocol, function) and costs only that
+    protocol's say: TANK on 11012 is still TANK when Kafka's scoring raises."""
+    from wiredump.dissect.protocols import all_protocols
+
+    kafka = type(all_protocols()["kafka"])
+
+    def broken(self: object, client: bytes, server: bytes, opened: bool) -> int:
+        raise ZeroDivisionError("scoring bug")
+
+    monkeypatch.setattr(kafka, "score", broken)
+    cap = capture("tank", "t01-basic")
+    var = V.write(cap, ports(cap.recs, lambda p: 11012 if p == TANK else p), tmp_path / "moved.pcap")
+    frames, anomalies = [], []
+    for ev in dissect([str(var)], Options()):
+        if ev.kind == "frame":
+            frames.append(ev.obj)
+        elif ev.kind == "anomaly":
+            anomalies.append(ev.obj)
+    errors = [a for a in anomalies if a.kind == "internal_error"]
+    assert errors and all("ZeroDivisionError" in a.detail and "kafka.score" in a.detail for a in errors)
+    assert all(a.stream is not None and a.packet for a in errors)
+    assert len(frames) == len(tsv_rows(CAPTURES / "tank" / "t01-basic.pdus.tsv"))
+    assert {f.protocol for f in frames} == {"tank"}

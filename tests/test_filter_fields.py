@@ -269,3 +269,22 @@ def test_safe_regex_agrees_with_re_on_generated_patterns() -> None:
         for _ in range(8):
             text = "".join(rnd.choice("ab1x \n") for _ in range(rnd.randint(0, 12)))
             assert rx.search(text) == (re.search(pat, text) is not None), (pat, text)
+
+
+def test_frame_time_delta_against_pcap_times(capsys: pytest.CaptureFixture[str], captures: Path) -> None:
+    """frame.time_delta: seconds since the previous decoded frame (times read straight from the pcap)."""
+    path = captures / PINNED
+    times = pcap_times(path)
+    r = run_cli(capsys, path, "-T", "fields", "-e", "frame.number", "-e", "frame.time_delta")
+    assert r.code == 0, r.err
+    rows = [line.split("\t") for line in r.out.splitlines()]
+    assert len(rows) > 100
+    previous = None
+    for number, delta in rows:
+        ts = times[int(number) - 1]
+        expected = 0 if previous is None else ts - previous
+        assert delta == f"{expected / 1e6:.9f}"
+        previous = ts
+    r = run_cli(capsys, path, "-Y", "frame.time_delta > 1", "-T", "fields", "-e", "frame.number")
+    long_waits = [int(n) for (n, d) in rows if float(d) > 1]
+    assert long_waits and [int(n) for n in r.out.split()] == long_waits

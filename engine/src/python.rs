@@ -17,6 +17,7 @@
 //! | `BAD_TIMESTAMP` 8 | `(8, number, note)` — the record's time was unusable (it has the last good one) |
 //! | `TOUCH` 9 | `(9, stream, ts_us)` — a packet of a connection whose reassembly ended |
 //! | `SAW_SYN` 10 | `(10, stream)` — the connection's first SYN |
+//! | `RELEASE` 11 | `(11, stream, (packets, bytes_client, bytes_server, gaps, retransmissions, first_ts_us, last_ts_us), state, last_packet)` — the row is final |
 
 use std::io::{self, Read};
 
@@ -26,7 +27,7 @@ use pyo3::types::{PyBytes, PyList, PyTuple};
 
 use crate::capture::{CaptureReader, Input};
 use crate::stream::{Event, StreamEngine};
-use crate::tcp::{role_name, TcpEvent};
+use crate::tcp::{role_name, Retention, TcpEvent};
 
 /// A Python binary file object read through its `read1` (or `read`) method.
 struct PyReader {
@@ -115,13 +116,27 @@ impl StreamReader {
     }
 
     /// Sets the server ports and the out-of-order bound; only before the first batch.
-    fn configure(&mut self, server_ports: Vec<u16>, max_out_of_order: usize) -> PyResult<()> {
+    #[pyo3(signature = (server_ports, max_out_of_order, max_connections=65_536, half_open_us=60_000_000, closed_linger_us=10_000_000))]
+    fn configure(
+        &mut self,
+        server_ports: Vec<u16>,
+        max_out_of_order: usize,
+        max_connections: usize,
+        half_open_us: i64,
+        closed_linger_us: i64,
+    ) -> PyResult<()> {
         if self.engine.packets != 0 || self.engine.finished() {
             return Err(pyo3::exceptions::PyRuntimeError::new_err(
                 "configure() after reading began",
             ));
         }
-        self.engine.configure(max_out_of_order, server_ports);
+        let retention = Retention {
+            max_connections,
+            half_open_us,
+            closed_linger_us,
+        };
+        self.engine
+            .configure(max_out_of_order, server_ports, retention);
         Ok(())
     }
 
@@ -165,6 +180,18 @@ impl StreamReader {
     #[getter]
     fn skipped_unknown_link(&self) -> u64 {
         self.engine.reader.skipped_unknown_link
+    }
+
+    /// Connections released after `half_open_us` without a byte of payload.
+    #[getter]
+    fn half_open_released(&self) -> u64 {
+        self.engine.tcp.half_open_released
+    }
+
+    /// Connections released early because `max_connections` were tracked at once.
+    #[getter]
+    fn evicted(&self) -> u64 {
+        self.engine.tcp.evicted
     }
 
     /// Number of the last record read.
@@ -263,6 +290,20 @@ impl StreamReader {
                 (9u8, stream, ts_us).into_pyobject(py)?
             }
             Event::Tcp(TcpEvent::SawSyn { stream }) => PyTuple::new(py, [10u64, stream])?,
+            Event::Tcp(TcpEvent::Release { stream }) => {
+                let c = self.engine.tcp.conn(stream);
+                let (bc, bs) = c.bytes();
+                let counts = (
+                    c.packets,
+                    bc,
+                    bs,
+                    c.gaps,
+                    c.retransmissions,
+                    c.first_ts_us,
+                    c.last_ts_us,
+                );
+                (11u8, stream, counts, c.state(), c.last_packet).into_pyobject(py)?
+            }
             Event::End => PyTuple::new(py, [7u8])?,
             Event::BadTimestamp { number, note } => (8u8, number, note).into_pyobject(py)?,
             Event::Tcp(TcpEvent::Anomaly {

@@ -7,7 +7,7 @@
 
 use crate::capture::CaptureReader;
 use crate::packet::parse_tcp;
-use crate::tcp::{Reassembler, TcpEvent};
+use crate::tcp::{Reassembler, Retention, TcpEvent};
 
 /// What one step of the capture produced, in the order the reference pipeline sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,8 +48,14 @@ impl StreamEngine {
     }
 
     /// Sets the server ports and the out-of-order bound (before the first step).
-    pub fn configure(&mut self, max_out_of_order: usize, server_ports: Vec<u16>) {
+    pub fn configure(
+        &mut self,
+        max_out_of_order: usize,
+        server_ports: Vec<u16>,
+        retention: Retention,
+    ) {
         self.tcp = Reassembler::new(max_out_of_order, server_ports);
+        self.tcp.set_retention(retention);
     }
 
     /// Whether the capture has been read to its end and every connection flushed.
@@ -91,10 +97,11 @@ impl StreamEngine {
                 });
             }
             let (number, ts_us, linktype) = (rec.number, rec.ts_us, rec.linktype);
+            self.tcp.expire(ts_us); // connections done with: rows out, state dropped
             if let Some(seg) = parse_tcp(linktype, rec.data) {
                 self.tcp.segment(&seg, number, ts_us);
-                out.extend(self.tcp.events.drain(..).map(Event::Tcp));
             }
+            out.extend(self.tcp.events.drain(..).map(Event::Tcp));
         }
     }
 }

@@ -10,7 +10,7 @@
 //! What the reassembler makes of the segments leaves as [`TcpEvent`]s in the order the reference
 //! calls its listener, so a consumer replaying them sees exactly what the Python listener sees.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use crate::packet::{Addr, Segment, ACK, FIN, RST, SYN};
 
@@ -65,6 +65,8 @@ pub enum TcpEvent {
     Touch { stream: u64, ts_us: i64 },
     /// The connection's first SYN (detection may swap the roles only of one without).
     SawSyn { stream: u64 },
+    /// The connection's state was dropped: its row is final (see [`Reassembler::expire`]).
+    Release { stream: u64 },
     /// Something the reader should know, at a packet.
     Anomaly {
         kind: &'static str,
@@ -150,6 +152,8 @@ pub struct Conn {
     pub saw_syn: bool,
     pub reset: bool,
     pub finished: bool,
+    /// Dropped from the table; its row is final.
+    pub released: bool,
     halves: [Half; 2],
     hole: Option<usize>,
     hole_wait: i64,
@@ -196,13 +200,83 @@ impl Out<'_> {
 
 type Key = (Addr, u16, Addr, u16);
 
+/// Streams in the order they were last touched (Python's `OrderedDict` with `move_to_end`).
+#[derive(Debug, Default)]
+struct Order {
+    by_tick: BTreeMap<u64, u64>,
+    tick_of: HashMap<u64, u64>,
+    next: u64,
+}
+
+impl Order {
+    /// Insert at the end, or move there.
+    fn touch(&mut self, stream: u64) {
+        if let Some(t) = self.tick_of.remove(&stream) {
+            self.by_tick.remove(&t);
+        }
+        self.by_tick.insert(self.next, stream);
+        self.tick_of.insert(stream, self.next);
+        self.next += 1;
+    }
+
+    fn contains(&self, stream: u64) -> bool {
+        self.tick_of.contains_key(&stream)
+    }
+
+    fn remove(&mut self, stream: u64) {
+        if let Some(t) = self.tick_of.remove(&stream) {
+            self.by_tick.remove(&t);
+        }
+    }
+
+    fn first(&self) -> Option<u64> {
+        self.by_tick.values().next().copied()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.tick_of.is_empty()
+    }
+}
+
+/// When the reassembler lets go of a connection's state (the reference's `Limits`).
+#[derive(Debug, Clone, Copy)]
+pub struct Retention {
+    /// Connections tracked at once; past this the oldest quiet one is released.
+    pub max_connections: usize,
+    /// Capture time after which a connection that never carried payload is released.
+    pub half_open_us: i64,
+    /// Capture time a closed or reset connection is kept after its last packet.
+    pub closed_linger_us: i64,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Retention {
+            max_connections: 65_536,
+            half_open_us: 60_000_000,
+            closed_linger_us: 10_000_000,
+        }
+    }
+}
+
 /// Feeds every TCP segment of a capture; reports in-order bytes, gaps and anomalies as events.
 pub struct Reassembler {
     max_out_of_order: usize,
     server_ports: Vec<u16>,
     connections: HashMap<Key, usize>,
+    /// The table's keys in insertion order (the reference's dict order, for eviction).
+    table: Order,
     all: Vec<Conn>,
-    /// Events not yet taken by [`Reassembler::take_events`].
+    retention: Retention,
+    /// Connections that never carried payload, least recently active first.
+    quiet: Order,
+    /// Finished (closed or reset) connections, least recently active first.
+    closed: Order,
+    /// Connections released after `half_open_us` without a byte of payload.
+    pub half_open_released: u64,
+    /// Connections released early because `max_connections` were tracked at once.
+    pub evicted: u64,
+    /// Events not yet taken.
     pub events: Vec<TcpEvent>,
 }
 
@@ -214,8 +288,87 @@ impl Reassembler {
             max_out_of_order,
             server_ports,
             connections: HashMap::new(),
+            table: Order::default(),
             all: Vec::new(),
+            retention: Retention::default(),
+            quiet: Order::default(),
+            closed: Order::default(),
+            half_open_released: 0,
+            evicted: 0,
             events: Vec::new(),
+        }
+    }
+
+    /// Sets when connections are let go of (before the first segment).
+    pub fn set_retention(&mut self, retention: Retention) {
+        self.retention = retention;
+    }
+
+    /// Flush the connection, drop its state, report its row final.
+    fn release(&mut self, ci: usize) {
+        if self.all[ci].released {
+            return;
+        }
+        let mut out = Out {
+            events: &mut self.events,
+            max_ooo: self.max_out_of_order,
+        };
+        let conn = &mut self.all[ci];
+        finish_conn(conn, &mut out);
+        let stream = conn.stream;
+        if !conn.released {
+            self.closed.touch(stream); // as the reference's _finish files it, then drops it below
+        }
+        let key = (conn.client, conn.client_port, conn.server, conn.server_port);
+        if self.connections.get(&key) == Some(&ci) {
+            self.connections.remove(&key);
+            self.table.remove(stream);
+        }
+        self.quiet.remove(stream);
+        self.closed.remove(stream);
+        conn.released = true;
+        for h in conn.halves.iter_mut() {
+            h.ooo = Vec::new();
+            h.recent = VecDeque::new();
+        }
+        conn.queued = Vec::new();
+        self.events.push(TcpEvent::Release { stream });
+    }
+
+    /// Too many connections tracked: release the least recently active finished one, else the
+    /// least recently active one without payload, else the oldest.
+    fn evict(&mut self) {
+        let victim = self
+            .closed
+            .first()
+            .or_else(|| self.quiet.first())
+            .or_else(|| self.table.first());
+        if let Some(stream) = victim {
+            self.evicted += 1;
+            self.release(stream as usize);
+        }
+    }
+
+    /// Release what has been quiet long enough at capture time `now_us`.
+    pub fn expire(&mut self, now_us: i64) {
+        if !self.closed.is_empty() {
+            let limit = now_us.saturating_sub(self.retention.closed_linger_us);
+            while let Some(s) = self.closed.first() {
+                if self.all[s as usize].last_ts_us >= limit {
+                    break;
+                }
+                self.release(s as usize);
+            }
+        }
+        if !self.quiet.is_empty() {
+            let limit = now_us.saturating_sub(self.retention.half_open_us);
+            while let Some(s) = self.quiet.first() {
+                if self.all[s as usize].last_ts_us >= limit {
+                    break;
+                }
+                self.half_open_released += 1;
+                self.release(s as usize);
+            }
         }
     }
 
@@ -264,6 +417,7 @@ impl Reassembler {
             saw_syn: false,
             reset: false,
             finished: false,
+            released: false,
             halves: [Half::default(), Half::default()],
             hole: None,
             hole_wait: 0,
@@ -272,6 +426,8 @@ impl Reassembler {
         });
         self.connections
             .insert((client, client_port, server, server_port), stream as usize);
+        self.table.touch(stream);
+        self.quiet.touch(stream);
         self.events.push(TcpEvent::Open { stream });
         stream as usize
     }
@@ -305,24 +461,19 @@ impl Reassembler {
             .copied();
         if let Some(ci) = found {
             if seg.flags & SYN != 0 && seg.flags & ACK == 0 && Self::reopens(&self.all[ci], seg) {
-                let mut out = Out {
-                    events: &mut self.events,
-                    max_ooo: self.max_out_of_order,
-                };
-                let conn = &mut self.all[ci];
-                finish_conn(conn, &mut out);
-                self.connections.remove(&(
-                    conn.client,
-                    conn.client_port,
-                    conn.server,
-                    conn.server_port,
-                ));
+                self.release(ci);
                 found = None;
             }
         }
         let ci = match found {
             Some(ci) => ci,
-            None => self.open(seg, ts_us),
+            None => {
+                let ci = self.open(seg, ts_us);
+                if self.connections.len() > self.retention.max_connections {
+                    self.evict();
+                }
+                ci
+            }
         };
         let conn = &self.all[ci];
         let role = if seg.src == conn.client && seg.sport == conn.client_port {
@@ -356,29 +507,44 @@ impl Reassembler {
                 (conn.client, conn.client_port, conn.server, conn.server_port),
                 stream as usize,
             );
+            self.table.touch(stream); // re-keyed: the reference's dict puts it last
         }
     }
 
     /// One captured TCP segment.
     pub fn segment(&mut self, seg: &Segment<'_>, packet: u64, ts_us: i64) {
         let (ci, role) = self.lookup(seg, ts_us);
+        let stream = ci as u64;
+        if self.all[ci].finished {
+            if self.closed.contains(stream) {
+                self.closed.touch(stream);
+            }
+        } else if self.quiet.contains(stream) {
+            if !seg.payload.is_empty() || seg.missing != 0 {
+                self.quiet.remove(stream); // it carries data: kept until it closes
+            } else {
+                self.quiet.touch(stream);
+            }
+        }
+        let was_finished = self.all[ci].finished;
         let mut out = Out {
             events: &mut self.events,
             max_ooo: self.max_out_of_order,
         };
         segment_conn(&mut self.all[ci], role, seg, packet, ts_us, &mut out);
+        if !was_finished && self.all[ci].finished && !self.all[ci].released {
+            self.quiet.remove(stream);
+            self.closed.touch(stream);
+        }
     }
 
-    /// End of capture: flush every connection still open.
+    /// End of capture: flush every connection still open and release them all, in stream order.
     pub fn finish(&mut self) {
-        let mut out = Out {
-            events: &mut self.events,
-            max_ooo: self.max_out_of_order,
-        };
-        for conn in self.all.iter_mut() {
-            finish_conn(conn, &mut out);
+        let mut open: Vec<usize> = self.connections.values().copied().collect();
+        open.sort_unstable();
+        for ci in open {
+            self.release(ci);
         }
-        self.connections.clear();
     }
 }
 

@@ -7,7 +7,6 @@ table's rows instead, `-Y` keeps the frames a display filter matches.
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -39,25 +38,15 @@ from wiredump.cli.render import (
     rich_tree_line,
 )
 from wiredump.cli.source import REORDER_WINDOW, Item, Progress, Run, annotate, in_packet_order
+from wiredump.dissect import anomalies
 from wiredump.dissect.fields import FieldContext
 from wiredump.dissect.filter import DisplayFilter, FilterError, compile_filter
 from wiredump.dissect.model import Anomaly, Frame
 from wiredump.dissect.pipeline import ANOMALY, CAPTURE_END, FRAME
 
-SHOWN_ANOMALIES = frozenset(
-    {
-        "gap",
-        "resync",
-        "oversize_frame",
-        "truncated_capture",
-        "truncated_packet",
-        "bad_timestamp",
-        "overlap_conflict",
-        "undecodable",
-        "midstream",
-    }
-)
-"""Anomalies without a frame shown by default; the rest (retransmission, out_of_order…) with -A."""
+SHOWN_ANOMALIES = anomalies.shown_by_default()
+"""Anomalies without a frame shown by default: the kinds declared as errors and warnings
+(`wiredump.dissect.anomalies`); notes (retransmission, out_of_order…) with -A."""
 
 FORMATS = ("text", "json", "jsonl", "fields")
 
@@ -462,11 +451,10 @@ def timeline(
         write_matching(captures, write, opts.filter, make_options(decode_as), progress)
         return
     options = make_options(decode_as, keep_bytes=hex_)
-    # Lines show counts, not each message: skip per-message decoding unless the field tree
-    # or the filter looks at messages (a word test: at worst it keeps decoding on).
+    # Lines show counts, not each message: skip per-message decoding unless the field tree, the
+    # filter (the `topic`/`messages` columns, per-record fields) or an -e column looks at messages.
     options.messages = (
         verbose
-        or bool(display_filter and re.search(r"\b(topic|messages)\b", display_filter))
         or bool(opts.filter and opts.filter.needs_messages)
         or bool(columns and columns.needs_messages)
     )

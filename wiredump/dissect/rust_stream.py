@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from wiredump.dissect.capture import CaptureError
-from wiredump.dissect.model import Anomaly, ConnectionSummary
+from wiredump.dissect.model import Anomaly
 
 if TYPE_CHECKING:
     from wiredump.dissect.pipeline import Event, Options
@@ -25,8 +25,17 @@ __all__ = ["ENGINES", "RustCapture", "RustConnection", "dissect_native"]
 ENGINES = ("python", "rust")
 """The values `Options.engine`, `--engine` and WIREDUMP_ENGINE accept."""
 
-RECORD, TRUNCATED, OPEN, DATA, GAP, CLOSE, ANOMALY, END, BAD_TIMESTAMP, TOUCH, SAW_SYN = range(11)
+RECORD, TRUNCATED, OPEN, DATA, GAP, CLOSE, ANOMALY, END, BAD_TIMESTAMP, TOUCH, SAW_SYN, RELEASE = range(12)
 _OTHER = {"client": "server", "server": "client"}
+
+
+class _Half:
+    """One direction's byte count, where `pipeline._summary` reads it (`conn.c2s.bytes`)."""
+
+    __slots__ = ("bytes",)
+
+    def __init__(self) -> None:
+        self.bytes = 0
 
 
 class RustConnection:
@@ -38,7 +47,8 @@ class RustConnection:
     """
 
     __slots__ = ("stream", "client", "client_port", "server", "server_port", "first_ts_us")
-    __slots__ += ("user", "protocol", "frames", "saw_syn", "last_ts_us")
+    __slots__ += ("user", "protocol", "frames", "saw_syn", "last_ts_us", "released", "last_packet")
+    __slots__ += ("packets", "c2s", "s2c", "gaps", "retransmissions", "state")
 
     def __init__(self, stream: int, client: str, client_port: int, server: str, server_port: int, first: int):
         self.stream = stream
@@ -52,6 +62,13 @@ class RustConnection:
         self.frames = 0
         self.saw_syn = False
         self.last_ts_us = first
+        self.released = False
+        self.last_packet = 0
+        # The row's counters, filled in from Rust when the connection is released.
+        self.packets = self.gaps = self.retransmissions = 0
+        self.c2s = _Half()
+        self.s2c = _Half()
+        self.state = "open"
 
     def swap_roles(self) -> None:
         self.client, self.client_port, self.server, self.server_port = (
@@ -107,8 +124,11 @@ class RustCapture:
         self.on_record: Any = None
         """Optional callable(number, ts_us) called for every record (the CLI's packet times)."""
 
-    def configure(self, server_ports: frozenset[int], max_out_of_order: int) -> None:
-        self._reader.configure(sorted(server_ports), max_out_of_order)
+    def configure(
+        self, server_ports: frozenset[int], max_out_of_order: int, retention: tuple[int, int, int]
+    ) -> None:
+        """Server ports, the out-of-order bound and (max_connections, half_open_us, closed_linger_us)."""
+        self._reader.configure(sorted(server_ports), max_out_of_order, *retention)
 
     def __iter__(self) -> Iterator[list[tuple]]:
         return iter(self._reader)
@@ -120,6 +140,14 @@ class RustCapture:
     @property
     def skipped_unknown_link(self) -> int:
         return self._reader.skipped_unknown_link
+
+    @property
+    def half_open_released(self) -> int:
+        return self._reader.half_open_released
+
+    @property
+    def evicted(self) -> int:
+        return self._reader.evicted
 
     @property
     def bytes_read(self) -> int:
@@ -161,10 +189,15 @@ def dissect_native(reader: RustCapture, options: Options) -> Iterator[Event]:
     connections are flushed, the truncation (if any) is reported and everything is released.
     """
     from wiredump.dissect.pipeline import ANOMALY as ANOMALY_EV
-    from wiredump.dissect.pipeline import CAPTURE_END, CONNECTION, CaptureEnd, Event, _Capture
+    from wiredump.dissect.pipeline import CAPTURE_END, CaptureEnd, Event, _Capture
 
     cap = _Capture(reader.name, options)
-    reader.configure(cap.server_ports, cap.limits.max_out_of_order)
+    limits = cap.limits
+    reader.configure(
+        cap.server_ports,
+        limits.max_out_of_order,
+        (limits.max_connections, limits.half_open_us, limits.closed_linger_us),
+    )
     roles = _Roles(reader)
     cap.tcp = roles  # type: ignore[assignment]
     flipped = roles.flipped
@@ -183,7 +216,7 @@ def dissect_native(reader: RustCapture, options: Options) -> Iterator[Event]:
             if code == DATA:
                 on_data(conns[ev[1]], ev[2], ev[3], ev[4], ev[5])
             elif code == RECORD:
-                if started and (cap.ready or cap.held):
+                if started and (cap.ready or cap.held or cap.rows_out):
                     yield from cap.release()
                 started = True
                 packets = ev[1]
@@ -202,6 +235,12 @@ def dissect_native(reader: RustCapture, options: Options) -> Iterator[Event]:
                 on_close(c)
             elif code == TOUCH:
                 conns[ev[1]].last_ts_us = ev[2]
+            elif code == RELEASE:
+                c = conns[ev[1]]
+                (c.packets, c.c2s.bytes, c.s2c.bytes, c.gaps, c.retransmissions, c.first_ts_us, last) = ev[2]
+                c.last_ts_us, c.state, c.last_packet, c.released = last, ev[3], ev[4], True
+                cap.on_release(c)
+                del conns[ev[1]]
             elif code == SAW_SYN:
                 conns[ev[1]].saw_syn = True
             elif code == BAD_TIMESTAMP:
@@ -227,35 +266,39 @@ def dissect_native(reader: RustCapture, options: Options) -> Iterator[Event]:
                         )
                     )
             elif code == END:
-                if started and (cap.ready or cap.held):
+                if started and (cap.ready or cap.held or cap.rows_out):
                     yield from cap.release()
                 started = False
     cap.end()
     truncated = reader.truncated
     if truncated and owns_none:
         cap.ready.append(Event(ANOMALY_EV, Anomaly("truncated_capture", truncated, packet=packets), cap.name))
-    yield from cap.release(final=True)
-    for stream, npk, bc, bs, gaps, retrans, first, last, state in reader.connections():
-        if cap.owns(stream):
-            c = conns[stream]
-            summary = ConnectionSummary(
-                stream=stream,
-                client=c.client,
-                client_port=c.client_port,
-                server=c.server,
-                server_port=c.server_port,
-                protocol=c.protocol,
-                packets=npk,
-                bytes_client=bc,
-                bytes_server=bs,
-                frames=c.frames,
-                gaps=gaps,
-                retransmissions=retrans,
-                first_ts_us=first,
-                last_ts_us=last,
-                state=state,
-            )
-            yield Event(CONNECTION, summary, cap.name)
+    if owns_none:
+        limits = cap.limits
+        for kind, n, what in (
+            (
+                "half_open_released",
+                reader.half_open_released,
+                "that never carried payload were released "
+                f"after {limits.half_open_us // 1_000_000} s without a packet (half-open: SYN floods, "
+                "unused handshakes)",
+            ),
+            (
+                "connection_limit",
+                reader.evicted,
+                f"were released early: more than "
+                f"{limits.max_connections} were tracked at once (a later packet of theirs starts a new stream)",
+            ),
+        ):
+            if n:
+                cap.ready.append(
+                    Event(
+                        ANOMALY_EV,
+                        Anomaly(kind, f"{n} connection{'s' if n != 1 else ''} {what}", packet=packets),
+                        cap.name,
+                    )
+                )
+    yield from cap.release(final=True)  # the connections' rows come last, in stream order
     yield Event(
         CAPTURE_END,
         CaptureEnd(cap.name, packets, truncated, reader.skipped_unknown_link),
