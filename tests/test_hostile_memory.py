@@ -440,3 +440,47 @@ def test_stats_counts_every_connection_and_lists_the_first_ones() -> None:
     res = stats.result()
     assert res["totals"]["connections"] == 5 and res["totals"]["connections_not_listed"] == 2
     assert [c["stream"] for c in res["connections"]] == [0, 1, 2]
+
+
+def legacy_message(offset: int, value: bytes | None, attrs: int = 0) -> bytes:
+    """A magic-1 message (Kafka 0.10 message format): crc32 over magic..value."""
+    body = struct.pack(">bbq", 1, attrs, 1_700_000_000_000) + struct.pack(">i", -1)
+    body += struct.pack(">i", -1) if value is None else struct.pack(">i", len(value)) + value
+    msg = struct.pack(">I", zlib.crc32(body)) + body
+    return struct.pack(">qi", offset, len(msg)) + msg
+
+
+def test_kafka_legacy_gzip_wrapper_is_capped_too(tmp_path: Path) -> None:
+    inner = b"".join(legacy_message(i, b"") for i in range(N))
+    c = zlib.compressobj(9, zlib.DEFLATED, 31)
+    wrapper = legacy_message(N - 1, c.compress(inner) + c.flush(), attrs=1)
+    header = struct.pack(">hhih", 0, 2, 1, 4) + b"test"
+    body = struct.pack(">hi", 1, 30000) + struct.pack(">ih", 1, 1) + b"t" + struct.pack(">ii", 1, 0)
+    body += struct.pack(">i", len(wrapper)) + wrapper
+    msg = header + body
+    path = capture(tmp_path, "legacy.pcap", 9092, [(True, struct.pack(">i", len(msg)) + msg)])
+    events, tables = decode(path, Limits(max_messages=CAP))
+    f = the_frame(events, "Produce")
+    free = the_frame(decode(path, Limits())[0], "Produce")
+    assert len(free.messages) == N and free.status == "ok"
+    assert len(f.messages) == CAP and f.status == "ok"
+    assert [(m.offset, m.value_size, m.checksum_ok) for m in f.messages] == [
+        (m.offset, m.value_size, m.checksum_ok) for m in free.messages[:CAP]
+    ]
+    (limit,) = [a for a in f.anomalies if a.kind == "message_limit"]
+    assert f"({N - CAP} of {N})" in limit.detail
+    assert len([m for m in tables["messages"] if m["packet"] == f.packet]) == CAP
+
+
+def test_past_max_connections_with_data_the_oldest_goes(tmp_path: Path) -> None:
+    """Every connection carries data and stays open: past the limit the oldest is released (never
+    the one just opened), each gets its row once, in stream order at the end."""
+    recs: list[Rec] = []
+    for i in range(6):
+        Conn(recs, 41000 + i, 9092, t0=TS0).client(b"partial")
+    path = write_pcap(tmp_path / "open.pcap", recs)
+    events = list(dissect([str(path)], Options(limits=Limits(max_connections=4))))
+    rows = [e.obj for e in events if e.kind == "connection"]
+    assert [(r.stream, r.packets, r.bytes_client) for r in rows] == [(i, 4, 7) for i in range(6)]
+    (note,) = [e.obj for e in events if e.kind == "anomaly" and e.obj.kind == "connection_limit"]
+    assert note.detail.startswith("2 connections were released early")

@@ -93,12 +93,16 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
         # the site module, so the .pth that makes the editable wiredump importable is not read.
         py = base / "python-without-wiredump"
         paths = ":".join(site.getsitepackages())
-        py.write_text(f'#!/bin/sh\nPYTHONPATH="$PYTHONPATH:{paths}" exec {sys.executable} -S "$@"\n')
+        used = base / "python-used"
+        py.write_text(
+            f'#!/bin/sh\ntouch {used}\nPYTHONPATH="$PYTHONPATH:{paths}" exec {sys.executable} -S "$@"\n'
+        )
         py.chmod(0o755)
         probe = subprocess.run(
             [str(py), "-c", "import pyarrow, orjson; import wiredump"], cwd=base, capture_output=True
         )
         assert probe.returncode != 0 and b"No module named 'wiredump'" in probe.stderr
+        used.unlink()
         yield {"url": url, "python": py, "base": base, "env": env}
     finally:
         for p in reversed(procs):
@@ -178,6 +182,9 @@ def test_standalone_cluster_export_equals_local_and_append_keeps_the_first(
     kafka = next(c for c in caps if c["capture"].startswith("kafka/"))
     assert kafka["status"] == "ok" and kafka["ranges"] >= 8, kafka
     assert "4 of 4 captures exported" in res.stderr
+    # The executors ran the Python named by --conf spark.pyspark.python (which cannot import
+    # wiredump by itself: the CLI shipped it).
+    assert (Path(str(cluster["base"])) / "python-used").exists()
 
     # A second run appends: the first run's rows stay, the new capture's rows join them.
     _export(cluster, captures, SECOND, out, "--mode", "append")

@@ -142,6 +142,9 @@ def spark_export(
         raise UsageError(f"{out}: cannot be used as the output ({e})") from e
     planned = plan_inputs(captures, options)
     skipped = [r for r in planned[1] if r.status != "ok"]
+    if len(skipped) == len(planned[1]):
+        more = f" (and {len(skipped) - 1} more inputs)" if len(skipped) > 1 else ""
+        raise UsageError(f"nothing to export: {skipped[0].reason}{more}")
     for r in skipped:
         typer.echo(f"skipped: {r.reason}", err=True)
     if strict and skipped:

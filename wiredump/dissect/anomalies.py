@@ -70,6 +70,18 @@ ENGINE_KINDS: tuple[AnomalyKind, ...] = (
         WARNING,
         "a retransmitted TCP segment whose bytes differ from the first copy (the first copy is kept)",
     ),
+    AnomalyKind(
+        "half_open_released",
+        NOTE,
+        "connections that never carried payload (SYN floods, unused handshakes) released after a minute "
+        "without a packet, counted in one anomaly at the end of the capture",
+    ),
+    AnomalyKind(
+        "connection_limit",
+        WARNING,
+        "more connections tracked at once than wiredump keeps: the quietest were released early, and a "
+        "later packet of theirs starts a new stream",
+    ),
     # -- framing ----------------------------------------------------------------------------------------
     AnomalyKind(
         "resync",

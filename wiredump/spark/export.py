@@ -192,17 +192,32 @@ def _count(files: list[split.CaptureFile]):  # noqa: ANN202 - a closure Spark pi
     return run
 
 
+CHUNK_RECORDS = 512
+CHUNK_BYTES = 4 << 20
+"""Records travel through the shuffle in chunks of consecutive packets (at most this many, or
+about this many bytes): far fewer objects to pickle and sort than one per packet."""
+
+
 def _read(files: list[split.CaptureFile], shards: dict[int, int]):  # noqa: ANN202
     def run(task: split.Task) -> Iterator[tuple[tuple[tuple[int, int], int, int], tuple]]:
         end = split.RangeEnd(None, 0)
         n = task.first_number
         groups = [(task.file, k) for k in range(shards.get(task.file, 1))]
+        chunk: list[tuple] = []
+        size = 0
         for r in split.read_range(files[task.file], task, end):
             n = r.number
-            value = (r.ts_us, r.linktype, r.data, r.orig_len, r.ts_note)
+            chunk.append((r.number, r.ts_us, r.linktype, r.data, r.orig_len, r.ts_note))
+            size += len(r.data)
+            if len(chunk) >= CHUNK_RECORDS or size >= CHUNK_BYTES:
+                for g in groups:
+                    yield (g, chunk[0][0], 0), tuple(chunk)
+                chunk, size = [], 0
+        if chunk:
             for g in groups:
-                yield (g, n, 0), value
-        # The range's end sorts after its last record and before the next range's first.
+                yield (g, chunk[0][0], 0), tuple(chunk)
+        # The range's end sorts after its last chunk (keyed by its first packet) and before the
+        # next range's first chunk (keyed by the packet after this range's last).
         for g in groups:
             yield (g, n, 1), (end.truncated, end.skipped_unknown_link)
 
@@ -211,7 +226,7 @@ def _read(files: list[split.CaptureFile], shards: dict[int, int]):  # noqa: ANN2
 
 def _records(group: Iterator, end: _End, first: list[int], last: list[int]) -> Iterator[Record]:
     """One capture's records from the sorted shuffle; range ends give the end-of-capture facts."""
-    for (_, number, kind), v in group:
+    for (_, _number, kind), v in group:
         if kind:
             end.skipped_unknown_link += v[1]
             if v[0]:
@@ -219,9 +234,10 @@ def _records(group: Iterator, end: _End, first: list[int], last: list[int]) -> I
                 return  # the file ends here for every reader
             continue
         if not first:
-            first.append(v[0])
-        last[0] = number
-        yield Record(number, *v)
+            first.append(v[0][1])
+        last[0] = v[-1][0]
+        for rec in v:
+            yield Record(*rec)
 
 
 class _End:
