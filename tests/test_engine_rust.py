@@ -83,9 +83,10 @@ def test_options_that_change_reassembly_inputs() -> None:
         pytest.skip("real captures not available")
     assert_same(path, decode_as={9999: "kafka"})
     assert_same(path, limits=Limits(max_out_of_order=3000))
-    # Connections released early: closed ones after 1 ms, quiet ones after 1 ms. (A small
-    # max_connections is left out: the reference raises KeyError there, see the branch's report.)
+    # Connections released early: closed ones after 1 ms, quiet ones after 1 ms, at most 2 or 1 at once.
     assert_same(path, limits=Limits(closed_linger_us=1000, half_open_us=1000))
+    assert_same(path, limits=Limits(closed_linger_us=1000, half_open_us=1000, max_connections=2))
+    assert_same(path, limits=Limits(max_connections=1))
     for k in range(3):
         assert_same(path, shard=(k, 3))
 

@@ -468,11 +468,10 @@ impl Reassembler {
         let ci = match found {
             Some(ci) => ci,
             None => {
-                let ci = self.open(seg, ts_us);
-                if self.connections.len() > self.retention.max_connections {
-                    self.evict();
+                if self.connections.len() >= self.retention.max_connections {
+                    self.evict(); // before the new one joins: it is never the one released
                 }
-                ci
+                self.open(seg, ts_us)
             }
         };
         let conn = &self.all[ci];
