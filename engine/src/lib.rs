@@ -3,6 +3,15 @@
 //! The hot path of the dissector, from capture bytes to table rows, lives here; Python keeps the
 //! command line, rendering, filters, stats, checks and Spark. The crate is plain Rust with its
 //! own tests; the PyO3 bindings (feature `python`) are a thin layer in [`python`].
+//!
+//! So far: capture reading ([`capture`]), link/IP/TCP parsing ([`packet`]), TCP reassembly
+//! ([`tcp`]) and the loop joining them ([`stream`]), each a port of the Python reference module of
+//! the same name that gives the same events.
+
+pub mod capture;
+pub mod packet;
+pub mod stream;
+pub mod tcp;
 
 #[cfg(feature = "python")]
 mod python;

@@ -17,11 +17,11 @@ import sys
 import time
 from array import array
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from wiredump.dissect.capture import CaptureReader, Record, open_capture
+from wiredump.dissect.capture import CaptureReader, Record
 from wiredump.dissect.model import Frame
 from wiredump.dissect.pipeline import (
     ANOMALY,
@@ -31,6 +31,7 @@ from wiredump.dissect.pipeline import (
     Event,
     Options,
     dissect_capture,
+    open_source,
 )
 
 STREAM_BREAKS = frozenset({"gap", "resync"})
@@ -175,6 +176,21 @@ class _TrackedReader:
             yield rec
 
 
+def _record_hook(reader: Any, progress: Progress, times: PacketTimes | None) -> Callable[[int, int], None]:
+    """What `_TrackedReader` does per record, for a capture the Rust engine reads."""
+    enabled = progress.enabled
+
+    def on_record(number: int, ts_us: int) -> None:
+        if times is not None:
+            while times.count < number - 1:
+                times.append(ts_us)
+            times.append(ts_us)
+        if enabled and not number & 1023:
+            progress.update(reader.bytes_read, number)
+
+    return on_record
+
+
 @dataclass
 class CaptureInfo:
     """What the commands know of the capture being read."""
@@ -218,10 +234,15 @@ class Run:
     def events(self) -> Iterator[Event]:
         try:
             for path, size in zip(self.paths, self.sizes, strict=True):
-                reader = open_capture(path)
+                reader = open_source(path, self.options)
                 self.info = CaptureInfo(reader.name, PacketTimes() if self.times else PacketTimes(1))
-                tracked = _TrackedReader(reader, self.progress, self.info.times if self.times else None)
-                yield from dissect_capture(tracked, self.options)  # type: ignore[arg-type]
+                times = self.info.times if self.times else None
+                if getattr(reader, "native", False):  # the Rust engine: times come per record
+                    reader.on_record = _record_hook(reader, self.progress, times)
+                    yield from dissect_capture(reader, self.options)
+                else:
+                    tracked = _TrackedReader(reader, self.progress, times)
+                    yield from dissect_capture(tracked, self.options)  # type: ignore[arg-type]
                 self.progress.finish_file(size)
         finally:
             self.progress.close()

@@ -11,6 +11,7 @@ unpaired-for-now and its exchange is still recorded when the answer comes.
 from __future__ import annotations
 
 import heapq
+import os
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -57,6 +58,9 @@ class Options:
     shard: tuple[int, int] | None = None
     """(k, n): decode only the connections whose stream index is k modulo n, for parallel
     workers that each read the whole capture. Connection-less anomalies go to shard 0."""
+    engine: str = field(default_factory=lambda: os.environ.get("WIREDUMP_ENGINE", "python"))
+    """"python" (the reference) or "rust": who reads the capture and reassembles TCP
+    (wiredump/dissect/rust_stream.py); `--engine` on the command line, WIREDUMP_ENGINE."""
 
     def new_limits(self) -> Limits:
         if self.limits is None:
@@ -550,6 +554,11 @@ def _summary(conn: Connection) -> ConnectionSummary:
 
 def dissect_capture(reader: CaptureReader, options: Options) -> Iterator[Event]:
     """Every event of one opened capture, in order."""
+    if getattr(reader, "native", False):  # opened by open_source for the Rust engine
+        from wiredump.dissect.rust_stream import dissect_native
+
+        yield from dissect_native(reader, options)  # type: ignore[arg-type]
+        return
     cap = _Capture(reader.name, options)
     tcp = cap.tcp = TcpReassembler(cap, cap.limits, cap.server_ports, cap.on_release)
     packets = 0
@@ -627,5 +636,16 @@ def dissect(paths: Iterable[str], options: Options | None = None) -> Iterator[Ev
     """
     options = options or Options()
     for path in paths:
-        reader = open_capture(path)
-        yield from dissect_capture(reader, options)
+        reader = open_source(path, options)
+        yield from dissect_capture(reader, options)  # type: ignore[arg-type]
+
+
+def open_source(path: str, options: Options) -> Any:
+    """The capture opened for the engine `options` choose (CaptureError when it cannot be one)."""
+    if options.engine == "rust":
+        from wiredump.dissect.rust_stream import RustCapture
+
+        return RustCapture(path)
+    if options.engine != "python":
+        raise ValueError(f"unknown engine {options.engine!r} (known: python, rust)")
+    return open_capture(path)

@@ -1,0 +1,1272 @@
+//! TCP connection tracking and stream reassembly.
+//!
+//! A port of `wiredump/dissect/tcp.py` (the reference), event for event. Connections are
+//! numbered in order of their first packet, and a SYN that reopens a finished 4-tuple starts a
+//! new one, as Wireshark's `tcp.stream` does. Each direction turns segments into an in-order byte
+//! stream: retransmitted bytes are dropped (conflicting ones reported), early segments wait in a
+//! buffer bounded by `max_out_of_order` bytes, and bytes that never appear (capture loss, the
+//! receiver acknowledged them) become a reported gap instead of a stall.
+//!
+//! What the reassembler makes of the segments leaves as [`TcpEvent`]s in the order the reference
+//! calls its listener, so a consumer replaying them sees exactly what the Python listener sees.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use crate::packet::{Addr, Segment, ACK, FIN, RST, SYN};
+
+/// Delivered chunks remembered per direction to tell a faithful retransmission from a conflicting one.
+const RECENT_CHUNKS: usize = 4;
+/// Packets of a connection to wait, once the receiver acknowledged bytes the capture has not
+/// shown, for those bytes to turn up anyway before calling them a gap.
+const HOLE_GRACE_PACKETS: i64 = 8;
+
+/// The client's direction (index into [`Conn::halves`]) and the server's.
+pub const CLIENT: usize = 0;
+pub const SERVER: usize = 1;
+
+/// The role names the reference uses.
+pub fn role_name(role: usize) -> &'static str {
+    if role == CLIENT {
+        "client"
+    } else {
+        "server"
+    }
+}
+
+/// Signed distance a - b in 32-bit sequence space.
+fn delta(a: u32, b: u32) -> i64 {
+    a.wrapping_sub(b) as i32 as i64
+}
+
+/// What the reassembler reports, in the order the reference's listener is called.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TcpEvent {
+    /// A new connection (its endpoints are in [`Reassembler::conn`]).
+    Open { stream: u64 },
+    /// In-order bytes of one direction.
+    Data {
+        stream: u64,
+        role: usize,
+        data: Vec<u8>,
+        packet: u64,
+        ts_us: i64,
+    },
+    /// Bytes of one direction that will never come.
+    Gap {
+        stream: u64,
+        role: usize,
+        size: u64,
+        packet: u64,
+        ts_us: i64,
+    },
+    /// The connection's reassembly ended (its stats keep counting later packets).
+    Close { stream: u64, last_ts_us: i64 },
+    /// A packet of a connection whose reassembly ended (its time is the connection's last).
+    Touch { stream: u64, ts_us: i64 },
+    /// The connection's first SYN (detection may swap the roles only of one without).
+    SawSyn { stream: u64 },
+    /// The connection's state was dropped: its row is final (see [`Reassembler::expire`]).
+    Release { stream: u64 },
+    /// Something the reader should know, at a packet.
+    Anomaly {
+        kind: &'static str,
+        detail: String,
+        packet: u64,
+        stream: u64,
+    },
+}
+
+#[derive(Debug, Clone)]
+struct Held {
+    seq: u32,
+    data: Vec<u8>,
+    missing: u64,
+    packet: u64,
+    ts_us: i64,
+}
+
+#[derive(Debug, Default)]
+struct Half {
+    next_raw: Option<u32>,
+    delivered: i64,
+    /// Held segments in insertion order (the reference's dict order decides which goes first).
+    ooo: Vec<Held>,
+    ooo_bytes: usize,
+    recent: VecDeque<(i64, Vec<u8>)>,
+    acked_raw: Option<u32>,
+    /// The packet (and time) of the ACK that first covered bytes not seen yet.
+    acked_packet: u64,
+    acked_ts_us: i64,
+    syn: bool,
+    fin: bool,
+    /// Sequence number of this direction's FIN: its data ends there.
+    fin_raw: Option<u32>,
+    bytes: u64,
+}
+
+impl Half {
+    fn held_index(&self, seq: u32) -> Option<usize> {
+        self.ooo.iter().position(|h| h.seq == seq)
+    }
+
+    /// Bytes of this direction the receiver acknowledged (or that precede its FIN) beyond what
+    /// the capture delivered: tshark's "ACKed unseen segment". 0 when there are none.
+    fn unseen(&self) -> u64 {
+        let Some(next) = self.next_raw else { return 0 };
+        let Some(end) = self.fin_raw.or(self.acked_raw) else {
+            return 0;
+        };
+        delta(end, next).max(0) as u64
+    }
+
+    /// The receiver acknowledged bytes of this direction that the capture has not delivered.
+    fn hole_open(&self) -> bool {
+        self.unseen() > 0
+    }
+}
+
+#[derive(Debug)]
+struct Queued {
+    role: usize,
+    seq: u32,
+    data: Vec<u8>,
+    missing: u64,
+    packet: u64,
+    ts_us: i64,
+}
+
+/// One TCP connection: endpoints, counters and reassembly state.
+#[derive(Debug)]
+pub struct Conn {
+    pub stream: u64,
+    pub client: Addr,
+    pub client_port: u16,
+    pub server: Addr,
+    pub server_port: u16,
+    pub first_ts_us: i64,
+    pub last_ts_us: i64,
+    pub last_packet: u64,
+    pub packets: u64,
+    pub gaps: u64,
+    pub retransmissions: u64,
+    pub saw_syn: bool,
+    pub reset: bool,
+    pub finished: bool,
+    /// Dropped from the table; its row is final.
+    pub released: bool,
+    halves: [Half; 2],
+    hole: Option<usize>,
+    hole_wait: i64,
+    queued: Vec<Queued>,
+    queued_bytes: usize,
+}
+
+impl Conn {
+    /// Payload bytes delivered by the client, by the server.
+    pub fn bytes(&self) -> (u64, u64) {
+        (self.halves[CLIENT].bytes, self.halves[SERVER].bytes)
+    }
+
+    /// "reset", "closed", "midstream" or "open", as the connections table says.
+    pub fn state(&self) -> &'static str {
+        if self.reset {
+            "reset"
+        } else if self.halves[CLIENT].fin && self.halves[SERVER].fin {
+            "closed"
+        } else if !self.saw_syn {
+            "midstream"
+        } else {
+            "open"
+        }
+    }
+}
+
+/// Where events go, and the one limit reassembly needs.
+struct Out<'a> {
+    events: &'a mut Vec<TcpEvent>,
+    max_ooo: usize,
+}
+
+impl Out<'_> {
+    fn anomaly(&mut self, conn: &Conn, kind: &'static str, detail: String, packet: u64) {
+        self.events.push(TcpEvent::Anomaly {
+            kind,
+            detail,
+            packet,
+            stream: conn.stream,
+        });
+    }
+}
+
+type Key = (Addr, u16, Addr, u16);
+
+/// Streams in the order they were last touched (Python's `OrderedDict` with `move_to_end`).
+#[derive(Debug, Default)]
+struct Order {
+    by_tick: BTreeMap<u64, u64>,
+    tick_of: HashMap<u64, u64>,
+    next: u64,
+}
+
+impl Order {
+    /// Insert at the end, or move there.
+    fn touch(&mut self, stream: u64) {
+        if let Some(t) = self.tick_of.remove(&stream) {
+            self.by_tick.remove(&t);
+        }
+        self.by_tick.insert(self.next, stream);
+        self.tick_of.insert(stream, self.next);
+        self.next += 1;
+    }
+
+    fn contains(&self, stream: u64) -> bool {
+        self.tick_of.contains_key(&stream)
+    }
+
+    fn remove(&mut self, stream: u64) {
+        if let Some(t) = self.tick_of.remove(&stream) {
+            self.by_tick.remove(&t);
+        }
+    }
+
+    fn first(&self) -> Option<u64> {
+        self.by_tick.values().next().copied()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.tick_of.is_empty()
+    }
+}
+
+/// When the reassembler lets go of a connection's state (the reference's `Limits`).
+#[derive(Debug, Clone, Copy)]
+pub struct Retention {
+    /// Connections tracked at once; past this the oldest quiet one is released.
+    pub max_connections: usize,
+    /// Capture time after which a connection that never carried payload is released.
+    pub half_open_us: i64,
+    /// Capture time a closed or reset connection is kept after its last packet.
+    pub closed_linger_us: i64,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Retention {
+            max_connections: 65_536,
+            half_open_us: 60_000_000,
+            closed_linger_us: 10_000_000,
+        }
+    }
+}
+
+/// Feeds every TCP segment of a capture; reports in-order bytes, gaps and anomalies as events.
+pub struct Reassembler {
+    max_out_of_order: usize,
+    server_ports: Vec<u16>,
+    connections: HashMap<Key, usize>,
+    /// The table's keys in insertion order (the reference's dict order, for eviction).
+    table: Order,
+    all: Vec<Conn>,
+    retention: Retention,
+    /// Connections that never carried payload, least recently active first.
+    quiet: Order,
+    /// Finished (closed or reset) connections, least recently active first.
+    closed: Order,
+    /// Connections released after `half_open_us` without a byte of payload.
+    pub half_open_released: u64,
+    /// Connections released early because `max_connections` were tracked at once.
+    pub evicted: u64,
+    /// Events not yet taken.
+    pub events: Vec<TcpEvent>,
+}
+
+impl Reassembler {
+    pub fn new(max_out_of_order: usize, mut server_ports: Vec<u16>) -> Self {
+        server_ports.sort_unstable();
+        server_ports.dedup();
+        Reassembler {
+            max_out_of_order,
+            server_ports,
+            connections: HashMap::new(),
+            table: Order::default(),
+            all: Vec::new(),
+            retention: Retention::default(),
+            quiet: Order::default(),
+            closed: Order::default(),
+            half_open_released: 0,
+            evicted: 0,
+            events: Vec::new(),
+        }
+    }
+
+    /// Sets when connections are let go of (before the first segment).
+    pub fn set_retention(&mut self, retention: Retention) {
+        self.retention = retention;
+    }
+
+    /// Flush the connection, drop its state, report its row final.
+    fn release(&mut self, ci: usize) {
+        if self.all[ci].released {
+            return;
+        }
+        let mut out = Out {
+            events: &mut self.events,
+            max_ooo: self.max_out_of_order,
+        };
+        let conn = &mut self.all[ci];
+        finish_conn(conn, &mut out);
+        let stream = conn.stream;
+        if !conn.released {
+            self.closed.touch(stream); // as the reference's _finish files it, then drops it below
+        }
+        let key = (conn.client, conn.client_port, conn.server, conn.server_port);
+        if self.connections.get(&key) == Some(&ci) {
+            self.connections.remove(&key);
+            self.table.remove(stream);
+        }
+        self.quiet.remove(stream);
+        self.closed.remove(stream);
+        conn.released = true;
+        for h in conn.halves.iter_mut() {
+            h.ooo = Vec::new();
+            h.recent = VecDeque::new();
+        }
+        conn.queued = Vec::new();
+        self.events.push(TcpEvent::Release { stream });
+    }
+
+    /// Too many connections tracked: release the least recently active finished one, else the
+    /// least recently active one without payload, else the oldest.
+    fn evict(&mut self) {
+        let victim = self
+            .closed
+            .first()
+            .or_else(|| self.quiet.first())
+            .or_else(|| self.table.first());
+        if let Some(stream) = victim {
+            self.evicted += 1;
+            self.release(stream as usize);
+        }
+    }
+
+    /// Release what has been quiet long enough at capture time `now_us`.
+    pub fn expire(&mut self, now_us: i64) {
+        if !self.closed.is_empty() {
+            let limit = now_us.saturating_sub(self.retention.closed_linger_us);
+            while let Some(s) = self.closed.first() {
+                if self.all[s as usize].last_ts_us >= limit {
+                    break;
+                }
+                self.release(s as usize);
+            }
+        }
+        if !self.quiet.is_empty() {
+            let limit = now_us.saturating_sub(self.retention.half_open_us);
+            while let Some(s) = self.quiet.first() {
+                if self.all[s as usize].last_ts_us >= limit {
+                    break;
+                }
+                self.half_open_released += 1;
+                self.release(s as usize);
+            }
+        }
+    }
+
+    /// Every connection so far, in stream order.
+    pub fn connections(&self) -> &[Conn] {
+        &self.all
+    }
+
+    /// One connection by stream number.
+    pub fn conn(&self, stream: u64) -> &Conn {
+        &self.all[stream as usize]
+    }
+
+    fn is_server_port(&self, p: u16) -> bool {
+        self.server_ports.binary_search(&p).is_ok()
+    }
+
+    fn open(&mut self, seg: &Segment<'_>, ts_us: i64) -> usize {
+        let client_is_src = if seg.flags & SYN != 0 {
+            seg.flags & ACK == 0
+        } else if self.is_server_port(seg.dport) && !self.is_server_port(seg.sport) {
+            true
+        } else if self.is_server_port(seg.sport) && !self.is_server_port(seg.dport) {
+            false
+        } else {
+            seg.sport >= seg.dport
+        };
+        let (client, client_port, server, server_port) = if client_is_src {
+            (seg.src, seg.sport, seg.dst, seg.dport)
+        } else {
+            (seg.dst, seg.dport, seg.src, seg.sport)
+        };
+        let stream = self.all.len() as u64;
+        self.all.push(Conn {
+            stream,
+            client,
+            client_port,
+            server,
+            server_port,
+            first_ts_us: ts_us,
+            last_ts_us: 0,
+            last_packet: 0,
+            packets: 0,
+            gaps: 0,
+            retransmissions: 0,
+            saw_syn: false,
+            reset: false,
+            finished: false,
+            released: false,
+            halves: [Half::default(), Half::default()],
+            hole: None,
+            hole_wait: 0,
+            queued: Vec::new(),
+            queued_bytes: 0,
+        });
+        self.connections
+            .insert((client, client_port, server, server_port), stream as usize);
+        self.table.touch(stream);
+        self.quiet.touch(stream);
+        self.events.push(TcpEvent::Open { stream });
+        stream as usize
+    }
+
+    /// A bare SYN on a known 4-tuple is a new connection unless it retransmits the first SYN.
+    fn reopens(conn: &Conn, seg: &Segment<'_>) -> bool {
+        if conn.reset || conn.halves[CLIENT].fin || conn.halves[SERVER].fin {
+            return true;
+        }
+        let role = if seg.src == conn.client && seg.sport == conn.client_port {
+            CLIENT
+        } else {
+            SERVER
+        };
+        let half = &conn.halves[role];
+        half.syn
+            && half
+                .next_raw
+                .is_some_and(|n| delta(seg.seq.wrapping_add(1), n) != 0)
+            && half.delivered > 0
+    }
+
+    fn lookup(&mut self, seg: &Segment<'_>, ts_us: i64) -> (usize, usize) {
+        let mut found = self
+            .connections
+            .get(&(seg.src, seg.sport, seg.dst, seg.dport))
+            .or_else(|| {
+                self.connections
+                    .get(&(seg.dst, seg.dport, seg.src, seg.sport))
+            })
+            .copied();
+        if let Some(ci) = found {
+            if seg.flags & SYN != 0 && seg.flags & ACK == 0 && Self::reopens(&self.all[ci], seg) {
+                self.release(ci);
+                found = None;
+            }
+        }
+        let ci = match found {
+            Some(ci) => ci,
+            None => {
+                if self.connections.len() >= self.retention.max_connections {
+                    self.evict(); // before the new one joins: it is never the one released
+                }
+                self.open(seg, ts_us)
+            }
+        };
+        let conn = &self.all[ci];
+        let role = if seg.src == conn.client && seg.sport == conn.client_port {
+            CLIENT
+        } else {
+            SERVER
+        };
+        (ci, role)
+    }
+
+    /// Make the side taken for the server the client (detection found the other side sends the
+    /// requests), as `TcpReassembler.swap_roles` does: the table stays keyed by (client, server).
+    pub fn swap_roles(&mut self, stream: u64) {
+        let Some(conn) = self.all.get_mut(stream as usize) else {
+            return;
+        };
+        let key = (conn.client, conn.client_port, conn.server, conn.server_port);
+        let mine = self.connections.get(&key) == Some(&(stream as usize));
+        if mine {
+            self.connections.remove(&key);
+        }
+        std::mem::swap(&mut conn.client, &mut conn.server);
+        std::mem::swap(&mut conn.client_port, &mut conn.server_port);
+        conn.halves.swap(CLIENT, SERVER);
+        conn.hole = conn.hole.map(|h| 1 - h);
+        for q in conn.queued.iter_mut() {
+            q.role = 1 - q.role;
+        }
+        if mine {
+            self.connections.insert(
+                (conn.client, conn.client_port, conn.server, conn.server_port),
+                stream as usize,
+            );
+            self.table.touch(stream); // re-keyed: the reference's dict puts it last
+        }
+    }
+
+    /// One captured TCP segment.
+    pub fn segment(&mut self, seg: &Segment<'_>, packet: u64, ts_us: i64) {
+        let (ci, role) = self.lookup(seg, ts_us);
+        let stream = ci as u64;
+        if self.all[ci].finished {
+            if self.closed.contains(stream) {
+                self.closed.touch(stream);
+            }
+        } else if self.quiet.contains(stream) {
+            if !seg.payload.is_empty() || seg.missing != 0 {
+                self.quiet.remove(stream); // it carries data: kept until it closes
+            } else {
+                self.quiet.touch(stream);
+            }
+        }
+        let was_finished = self.all[ci].finished;
+        let mut out = Out {
+            events: &mut self.events,
+            max_ooo: self.max_out_of_order,
+        };
+        segment_conn(&mut self.all[ci], role, seg, packet, ts_us, &mut out);
+        if !was_finished && self.all[ci].finished && !self.all[ci].released {
+            self.quiet.remove(stream);
+            self.closed.touch(stream);
+        }
+    }
+
+    /// End of capture: flush every connection still open and release them all, in stream order.
+    pub fn finish(&mut self) {
+        let mut open: Vec<usize> = self.connections.values().copied().collect();
+        open.sort_unstable();
+        for ci in open {
+            self.release(ci);
+        }
+    }
+}
+
+fn segment_conn(
+    conn: &mut Conn,
+    role: usize,
+    seg: &Segment<'_>,
+    packet: u64,
+    ts_us: i64,
+    out: &mut Out<'_>,
+) {
+    let other = 1 - role;
+    conn.packets += 1;
+    conn.last_ts_us = ts_us;
+    conn.last_packet = packet;
+    let flags = seg.flags;
+    if flags & SYN != 0 {
+        if !conn.saw_syn {
+            out.events.push(TcpEvent::SawSyn {
+                stream: conn.stream,
+            });
+        }
+        conn.saw_syn = true;
+        let half = &mut conn.halves[role];
+        if half.next_raw.is_none() || !half.syn {
+            half.syn = true;
+            if half.delivered == 0 && half.ooo.is_empty() {
+                half.next_raw = Some(seg.seq.wrapping_add(1));
+            }
+        }
+    }
+    if flags & ACK != 0 {
+        let o = &mut conn.halves[other];
+        if o.next_raw.is_some() && o.acked_raw.is_none_or(|a| delta(seg.ack, a) > 0) {
+            if o.unseen() == 0 {
+                o.acked_packet = packet;
+                o.acked_ts_us = ts_us;
+            }
+            o.acked_raw = Some(seg.ack);
+        }
+    }
+    if conn.finished {
+        out.events.push(TcpEvent::Touch {
+            stream: conn.stream,
+            ts_us,
+        });
+        return;
+    }
+    if conn.hole.is_some() {
+        conn.hole_wait -= 1;
+        if conn.hole_wait <= 0 {
+            give_up(conn, out);
+        }
+    }
+    // The peer's bytes this packet acknowledges were received before it was sent: a hole it
+    // reveals is dealt with before this packet's own data goes up.
+    if conn.halves[other].acked_raw.is_some() && conn.halves[other].hole_open() {
+        await_hole(conn, other);
+    }
+    let payload = seg.payload;
+    let missing = seg.missing as u64;
+    if !payload.is_empty() || missing != 0 {
+        let seq = if flags & SYN != 0 {
+            seg.seq.wrapping_add(1)
+        } else {
+            seg.seq
+        };
+        match conn.hole {
+            Some(h) if h != role => {
+                // The peer's data waits until the acknowledged bytes turn up or are given up.
+                conn.queued.push(Queued {
+                    role,
+                    seq,
+                    data: payload.to_vec(),
+                    missing,
+                    packet,
+                    ts_us,
+                });
+                conn.queued_bytes += payload.len();
+                if conn.queued_bytes > out.max_ooo {
+                    give_up(conn, out);
+                }
+            }
+            hole => {
+                if hole.is_some() {
+                    let half = &conn.halves[role];
+                    if delta(seq, half.next_raw.unwrap_or(0)) > 0 && half.held_index(seq).is_none()
+                    {
+                        give_up(conn, out); // the sender moved on past the hole: it is lost
+                    }
+                }
+                data(
+                    conn,
+                    role,
+                    seq,
+                    payload.to_vec(),
+                    missing,
+                    packet,
+                    ts_us,
+                    out,
+                );
+                if conn.hole == Some(role) && !conn.halves[role].hole_open() {
+                    resume(conn, out); // the acknowledged bytes turned up late
+                }
+            }
+        }
+    }
+    if conn.hole.is_some() && (flags & RST != 0 || (flags & FIN != 0 && conn.hole == Some(role))) {
+        give_up(conn, out); // nothing more will come
+    }
+    if flags & RST != 0 {
+        conn.reset = true;
+        finish_conn(conn, out);
+    } else if flags & FIN != 0 {
+        conn.halves[role].fin = true;
+        if conn.halves[role].fin_raw.is_none() {
+            let half = &mut conn.halves[role];
+            let known = half.unseen(); // already revealed by an ACK: reported at that ACK
+            half.fin_raw = Some(seg.seq.wrapping_add(payload.len() as u32));
+            if half.unseen() > 0 && conn.hole.is_none() {
+                // The FIN's sequence number says bytes before it were sent that the capture lacks.
+                if known == 0 {
+                    half.acked_packet = packet;
+                    half.acked_ts_us = ts_us;
+                }
+                await_hole(conn, role);
+                if conn.halves[role].ooo.is_empty() {
+                    give_up(conn, out); // nothing more of this direction is coming
+                }
+            }
+        }
+        if !conn.halves[role].ooo.is_empty() {
+            flush_ooo(conn, role, packet, ts_us, "connection ended", out);
+        }
+        if conn.halves[CLIENT].fin && conn.halves[SERVER].fin {
+            finish_conn(conn, out);
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn data(
+    conn: &mut Conn,
+    role: usize,
+    mut seq: u32,
+    mut bytes: Vec<u8>,
+    mut missing: u64,
+    packet: u64,
+    ts_us: i64,
+    out: &mut Out<'_>,
+) {
+    let half = &mut conn.halves[role];
+    let next = *half.next_raw.get_or_insert(seq); // capture started mid-connection
+    let total = bytes.len() as i64 + missing as i64;
+    let mut d = delta(seq, next);
+    if d < 0 {
+        let end = d + total;
+        let offset = half.delivered + d;
+        conn.retransmissions += 1;
+        if end <= 0 {
+            retransmission(conn, role, offset, &bytes, packet, true, out);
+            return;
+        }
+        let cut = ((-d) as usize).min(bytes.len());
+        retransmission(conn, role, offset, &bytes[..cut], packet, false, out);
+        bytes.drain(..cut);
+        missing = (total + d - bytes.len() as i64) as u64;
+        seq = next;
+        d = 0;
+    }
+    if d > 0 {
+        hold(conn, role, seq, bytes, missing, packet, ts_us, out);
+        return;
+    }
+    deliver(conn, role, bytes, missing, packet, ts_us, out);
+    if !conn.halves[role].ooo.is_empty() {
+        drain_ooo(conn, role, packet, ts_us, false, out);
+    }
+}
+
+fn deliver(
+    conn: &mut Conn,
+    role: usize,
+    bytes: Vec<u8>,
+    missing: u64,
+    packet: u64,
+    ts_us: i64,
+    out: &mut Out<'_>,
+) {
+    if !bytes.is_empty() {
+        let half = &mut conn.halves[role];
+        let n = bytes.len();
+        half.recent.push_back((half.delivered, bytes.clone()));
+        if half.recent.len() > RECENT_CHUNKS {
+            half.recent.pop_front();
+        }
+        half.bytes += n as u64;
+        half.delivered += n as i64;
+        half.next_raw = Some(half.next_raw.unwrap_or(0).wrapping_add(n as u32));
+        out.events.push(TcpEvent::Data {
+            stream: conn.stream,
+            role,
+            data: bytes,
+            packet,
+            ts_us,
+        });
+    }
+    if missing != 0 {
+        gap(
+            conn,
+            role,
+            missing,
+            packet,
+            ts_us,
+            "bytes beyond the capture's snap length",
+            out,
+        );
+    }
+}
+
+fn gap(
+    conn: &mut Conn,
+    role: usize,
+    size: u64,
+    packet: u64,
+    ts_us: i64,
+    why: &str,
+    out: &mut Out<'_>,
+) {
+    conn.gaps += 1;
+    let half = &mut conn.halves[role];
+    let detail = format!(
+        "{size} {} bytes missing at stream offset {} ({why})",
+        role_name(role),
+        half.delivered
+    );
+    half.delivered += size as i64;
+    half.next_raw = Some(half.next_raw.unwrap_or(0).wrapping_add(size as u32));
+    out.anomaly(conn, "gap", detail, packet);
+    out.events.push(TcpEvent::Gap {
+        stream: conn.stream,
+        role,
+        size,
+        packet,
+        ts_us,
+    });
+}
+
+fn retransmission(
+    conn: &Conn,
+    role: usize,
+    offset: i64,
+    bytes: &[u8],
+    packet: u64,
+    full: bool,
+    out: &mut Out<'_>,
+) {
+    let half = &conn.halves[role];
+    let mut conflict = None;
+    for (start, chunk) in &half.recent {
+        let lo = (*start).max(offset);
+        let hi = (start + chunk.len() as i64).min(offset + bytes.len() as i64);
+        if lo < hi
+            && chunk[(lo - start) as usize..(hi - start) as usize]
+                != bytes[(lo - offset) as usize..(hi - offset) as usize]
+        {
+            conflict = Some(lo);
+            break;
+        }
+    }
+    let r = role_name(role);
+    let (kind, detail) = match conflict {
+        Some(at) => (
+            "overlap_conflict",
+            format!("retransmitted {r} bytes differ from the first copy at stream offset {at}; first copy kept"),
+        ),
+        None => (
+            "retransmission",
+            format!(
+                "{}retransmission of {} {r} bytes at stream offset {offset}",
+                if full { "" } else { "partial " },
+                bytes.len()
+            ),
+        ),
+    };
+    out.anomaly(conn, kind, detail, packet);
+}
+
+#[allow(clippy::too_many_arguments)]
+fn hold(
+    conn: &mut Conn,
+    role: usize,
+    seq: u32,
+    bytes: Vec<u8>,
+    missing: u64,
+    packet: u64,
+    ts_us: i64,
+    out: &mut Out<'_>,
+) {
+    let r = role_name(role);
+    let idx = conn.halves[role].held_index(seq);
+    if let Some(i) = idx {
+        conn.retransmissions += 1;
+        let old = &conn.halves[role].ooo[i].data;
+        let n = old.len().min(bytes.len());
+        let kind = if old[..n] == bytes[..n] {
+            "retransmission"
+        } else {
+            "overlap_conflict"
+        };
+        let old_len = old.len();
+        out.anomaly(
+            conn,
+            kind,
+            format!("{r} segment at seq {seq} seen twice before its turn"),
+            packet,
+        );
+        if old_len >= bytes.len() {
+            return;
+        }
+        conn.halves[role].ooo_bytes -= old_len;
+    } else {
+        let ahead = delta(seq, conn.halves[role].next_raw.unwrap_or(0));
+        out.anomaly(
+            conn,
+            "out_of_order",
+            format!("{r} segment {ahead} bytes ahead of the expected sequence; held"),
+            packet,
+        );
+    }
+    let half = &mut conn.halves[role];
+    let n = bytes.len();
+    let held = Held {
+        seq,
+        data: bytes,
+        missing,
+        packet,
+        ts_us,
+    };
+    match idx {
+        Some(i) => half.ooo[i] = held,
+        None => half.ooo.push(held),
+    }
+    half.ooo_bytes += n;
+    if half.ooo_bytes > out.max_ooo {
+        if conn.hole == Some(role) {
+            conn.hole = None;
+        }
+        flush_ooo(conn, role, packet, ts_us, "out-of-order buffer full", out);
+        if conn.hole.is_none() && !conn.queued.is_empty() {
+            replay(conn, out);
+        }
+    } else if conn.halves[role].hole_open() {
+        await_hole(conn, role);
+    }
+}
+
+/// Deliver the held segments that now fit; with `own`, each keeps the packet and time it was
+/// captured in (the hole was given up), else they complete at the packet that filled the hole.
+fn drain_ooo(
+    conn: &mut Conn,
+    role: usize,
+    mut packet: u64,
+    mut ts_us: i64,
+    own: bool,
+    out: &mut Out<'_>,
+) {
+    loop {
+        let half = &mut conn.halves[role];
+        if half.ooo.is_empty() {
+            return;
+        }
+        let next = half.next_raw.unwrap_or(0);
+        let Some(i) = half.ooo.iter().position(|h| delta(h.seq, next) <= 0) else {
+            return;
+        };
+        let held = half.ooo.remove(i);
+        half.ooo_bytes -= held.data.len();
+        if own {
+            packet = held.packet;
+            ts_us = held.ts_us;
+        }
+        let d = delta(held.seq, next);
+        let len = held.data.len() as i64;
+        if d + len + held.missing as i64 <= 0 {
+            continue;
+        }
+        if -d >= len {
+            deliver(
+                conn,
+                role,
+                Vec::new(),
+                (held.missing as i64 + d + len) as u64,
+                packet,
+                ts_us,
+                out,
+            );
+        } else {
+            let mut bytes = held.data;
+            bytes.drain(..(-d) as usize);
+            deliver(conn, role, bytes, held.missing, packet, ts_us, out);
+        }
+    }
+}
+
+/// Give up waiting: skip to the earliest held segment, report the hole at the packet that carried
+/// the bytes after it, deliver what follows.
+fn flush_ooo(conn: &mut Conn, role: usize, packet: u64, ts_us: i64, why: &str, out: &mut Out<'_>) {
+    while !conn.halves[role].ooo.is_empty() {
+        let half = &conn.halves[role];
+        let next = half.next_raw.unwrap_or(0);
+        let mut best = 0;
+        for (i, h) in half.ooo.iter().enumerate() {
+            if delta(h.seq, next) < delta(half.ooo[best].seq, next) {
+                best = i;
+            }
+        }
+        let first = &half.ooo[best];
+        let d = delta(first.seq, next);
+        if d > 0 {
+            let (hp, ht) = (first.packet, first.ts_us);
+            gap(conn, role, d as u64, hp, ht, why, out);
+        }
+        drain_ooo(conn, role, packet, ts_us, true, out);
+    }
+}
+
+/// Start waiting a few packets for the acknowledged bytes (one hole per connection).
+fn await_hole(conn: &mut Conn, role: usize) {
+    if conn.hole.is_none() {
+        conn.hole = Some(role);
+        conn.hole_wait = HOLE_GRACE_PACKETS;
+    }
+}
+
+/// The acknowledged bytes are lost: report the gap, deliver what waited behind it.
+fn give_up(conn: &mut Conn, out: &mut Out<'_>) {
+    let hole = conn.hole.take();
+    conn.hole_wait = 0;
+    if let Some(role) = hole {
+        if !conn.halves[role].ooo.is_empty() {
+            let (p, t) = (conn.last_packet, conn.last_ts_us);
+            flush_ooo(
+                conn,
+                role,
+                p,
+                t,
+                "the receiver acknowledged bytes the capture lacks",
+                out,
+            );
+        }
+        unseen_gap(conn, role, out);
+    }
+    replay(conn, out);
+}
+
+/// Report acknowledged bytes that nothing captured follows (nothing is held behind them) at the
+/// ACK (or FIN) that revealed them, as tshark flags "ACKed unseen segment".
+fn unseen_gap(conn: &mut Conn, role: usize, out: &mut Out<'_>) {
+    let half = &conn.halves[role];
+    let n = half.unseen();
+    if n > 0 && half.ooo.is_empty() {
+        let mut why = "the receiver acknowledged bytes the capture lacks";
+        if let Some(fin) = half.fin_raw {
+            if half.acked_raw.is_none_or(|a| delta(a, fin) <= 0) {
+                why = "the sender's FIN comes after bytes the capture lacks";
+            }
+        }
+        let packet = if half.acked_packet != 0 {
+            half.acked_packet
+        } else {
+            conn.last_packet
+        };
+        let ts = half.acked_ts_us;
+        gap(conn, role, n, packet, ts, why, out);
+    }
+}
+
+fn resume(conn: &mut Conn, out: &mut Out<'_>) {
+    conn.hole = None;
+    conn.hole_wait = 0;
+    replay(conn, out);
+}
+
+/// Feed the peer's queued segments, in capture order, with their own packets and times.
+fn replay(conn: &mut Conn, out: &mut Out<'_>) {
+    let queued = std::mem::take(&mut conn.queued);
+    conn.queued_bytes = 0;
+    for q in queued {
+        data(
+            conn, q.role, q.seq, q.data, q.missing, q.packet, q.ts_us, out,
+        );
+    }
+}
+
+fn finish_conn(conn: &mut Conn, out: &mut Out<'_>) {
+    if conn.finished {
+        return;
+    }
+    if conn.hole.is_some() || !conn.queued.is_empty() {
+        give_up(conn, out);
+    }
+    for role in [CLIENT, SERVER] {
+        if !conn.halves[role].ooo.is_empty() {
+            let (p, t) = (conn.last_packet, conn.last_ts_us);
+            flush_ooo(conn, role, p, t, "connection ended", out);
+        }
+        unseen_gap(conn, role, out);
+        conn.halves[role].recent = VecDeque::new();
+        conn.halves[role].ooo = Vec::new();
+    }
+    conn.queued = Vec::new();
+    conn.finished = true;
+    out.events.push(TcpEvent::Close {
+        stream: conn.stream,
+        last_ts_us: conn.last_ts_us,
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const C: Addr = Addr::V4([10, 0, 0, 1]);
+    const S: Addr = Addr::V4([10, 0, 0, 2]);
+
+    fn seg(
+        from_client: bool,
+        seq: u32,
+        ack: u32,
+        flags: u8,
+        payload: &'static [u8],
+    ) -> Segment<'static> {
+        let (src, dst, sport, dport) = if from_client {
+            (C, S, 40000, 9092)
+        } else {
+            (S, C, 9092, 40000)
+        };
+        Segment {
+            src,
+            dst,
+            sport,
+            dport,
+            seq,
+            ack,
+            flags,
+            payload,
+            missing: 0,
+        }
+    }
+
+    fn run(segs: &[Segment<'static>]) -> (Vec<TcpEvent>, Reassembler) {
+        let mut r = Reassembler::new(1 << 20, vec![9092]);
+        for (i, s) in segs.iter().enumerate() {
+            r.segment(s, i as u64 + 1, (i as i64 + 1) * 1000);
+        }
+        r.finish();
+        (std::mem::take(&mut r.events), r)
+    }
+
+    fn handshake() -> Vec<Segment<'static>> {
+        vec![
+            seg(true, 1000, 0, SYN, b""),
+            seg(false, 5000, 1001, SYN | ACK, b""),
+            seg(true, 1001, 5001, ACK, b""),
+        ]
+    }
+
+    fn data_of(evs: &[TcpEvent], want_role: usize) -> Vec<(Vec<u8>, u64)> {
+        evs.iter()
+            .filter_map(|e| match e {
+                TcpEvent::Data {
+                    role, data, packet, ..
+                } if *role == want_role => Some((data.clone(), *packet)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn kinds(evs: &[TcpEvent]) -> Vec<&'static str> {
+        evs.iter()
+            .filter_map(|e| {
+                if let TcpEvent::Anomaly { kind, .. } = e {
+                    Some(*kind)
+                } else {
+                    None
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn in_order_roles_and_close() {
+        let mut s = handshake();
+        s.push(seg(true, 1001, 5001, ACK, b"hello"));
+        s.push(seg(false, 5001, 1006, ACK, b"world"));
+        s.push(seg(true, 1006, 5006, FIN | ACK, b""));
+        s.push(seg(false, 5006, 1007, FIN | ACK, b""));
+        let (evs, r) = run(&s);
+        assert_eq!(data_of(&evs, CLIENT), vec![(b"hello".to_vec(), 4)]);
+        assert_eq!(data_of(&evs, SERVER), vec![(b"world".to_vec(), 5)]);
+        let c = r.conn(0);
+        assert_eq!(
+            (
+                c.client_port,
+                c.server_port,
+                c.state(),
+                c.packets,
+                c.bytes()
+            ),
+            (40000, 9092, "closed", 7, (5, 5))
+        );
+        assert_eq!(
+            evs.iter()
+                .filter(|e| matches!(e, TcpEvent::Close { .. }))
+                .count(),
+            1
+        );
+        assert!(kinds(&evs).is_empty());
+    }
+
+    #[test]
+    fn out_of_order_completes_at_the_late_packet() {
+        let mut s = handshake();
+        s.push(seg(true, 1004, 5001, ACK, b"def")); // 3 bytes ahead: held
+        s.push(seg(true, 1001, 5001, ACK, b"abc")); // fills the hole
+        let (evs, _) = run(&s);
+        assert_eq!(
+            data_of(&evs, CLIENT),
+            vec![(b"abc".to_vec(), 5), (b"def".to_vec(), 5)]
+        );
+        let detail = evs.iter().find_map(|e| match e {
+            TcpEvent::Anomaly {
+                kind: "out_of_order",
+                detail,
+                packet,
+                ..
+            } => Some((detail.clone(), *packet)),
+            _ => None,
+        });
+        assert_eq!(
+            detail,
+            Some((
+                "client segment 3 bytes ahead of the expected sequence; held".into(),
+                4
+            ))
+        );
+    }
+
+    #[test]
+    fn retransmissions_exact_partial_and_conflicting() {
+        let mut s = handshake();
+        s.push(seg(true, 1001, 5001, ACK, b"abcd"));
+        s.push(seg(true, 1001, 5001, ACK, b"abcd")); // exact copy
+        s.push(seg(true, 1003, 5001, ACK, b"cdef")); // 2 old bytes, 2 new
+        s.push(seg(true, 1001, 5001, ACK, b"XY")); // differs from the first copy
+        let (evs, r) = run(&s);
+        assert_eq!(
+            data_of(&evs, CLIENT),
+            vec![(b"abcd".to_vec(), 4), (b"ef".to_vec(), 6)]
+        );
+        let details: Vec<String> = evs
+            .iter()
+            .filter_map(|e| {
+                if let TcpEvent::Anomaly { detail, .. } = e {
+                    Some(detail.clone())
+                } else {
+                    None
+                }
+            })
+            .collect();
+        assert_eq!(
+            details,
+            vec![
+                "retransmission of 4 client bytes at stream offset 0".to_string(),
+                "partial retransmission of 2 client bytes at stream offset 2".to_string(),
+                "retransmitted client bytes differ from the first copy at stream offset 0; first copy kept".to_string(),
+            ]
+        );
+        assert_eq!(r.conn(0).retransmissions, 3);
+    }
+
+    #[test]
+    fn acknowledged_hole_becomes_a_gap_at_the_held_packet() {
+        let mut s = handshake();
+        s.push(seg(true, 1011, 5001, ACK, b"later")); // 10 bytes never seen before it
+        s.push(seg(false, 5001, 1016, ACK, b"")); // the server acknowledges all 15
+        for _ in 0..8 {
+            s.push(seg(false, 5001, 1016, ACK, b""));
+        }
+        let (evs, r) = run(&s);
+        let gap = evs.iter().find_map(|e| match e {
+            TcpEvent::Gap { size, packet, .. } => Some((*size, *packet)),
+            _ => None,
+        });
+        assert_eq!(gap, Some((10, 4)));
+        assert_eq!(data_of(&evs, CLIENT), vec![(b"later".to_vec(), 4)]);
+        assert_eq!(r.conn(0).gaps, 1);
+    }
+
+    #[test]
+    fn port_reuse_and_midstream_roles() {
+        let mut s = handshake();
+        s.push(seg(true, 1001, 5001, RST, b""));
+        s.push(seg(true, 9000, 0, SYN, b"")); // same 4-tuple after a reset: a new stream
+        let (evs, r) = run(&s);
+        assert_eq!(r.connections().len(), 2);
+        assert_eq!((r.conn(0).state(), r.conn(1).state()), ("reset", "open"));
+        assert_eq!(
+            evs.iter()
+                .filter(|e| matches!(e, TcpEvent::Open { .. }))
+                .count(),
+            2
+        );
+        // Without a SYN the server port decides which side is the client.
+        let (_, r) = run(&[seg(false, 7, 9, ACK, b"x")]);
+        assert_eq!(
+            (
+                r.conn(0).client_port,
+                r.conn(0).server_port,
+                r.conn(0).state()
+            ),
+            (40000, 9092, "midstream")
+        );
+    }
+}
