@@ -4,6 +4,7 @@
 //! command line, rendering, filters, stats, checks and Spark. The crate is plain Rust with its
 //! own tests; the PyO3 bindings (feature `python`) are a thin layer in [`python`].
 
+pub mod kafka;
 #[cfg(feature = "python")]
 mod python;
 

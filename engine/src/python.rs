@@ -2,6 +2,8 @@
 
 use pyo3::prelude::*;
 
+mod kafka;
+
 /// The native engine's version.
 #[pyfunction]
 fn version() -> &'static str {
@@ -11,5 +13,6 @@ fn version() -> &'static str {
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    kafka::register(m)?;
     Ok(())
 }

@@ -1,0 +1,6 @@
+//! Kafka: the decode tables generated from Kafka's JSON specs, the body walker (every field with
+//! its byte span), request/response headers, and record sets (v2 batches and legacy message sets).
+
+pub mod body;
+pub mod header;
+pub mod schema;
