@@ -44,7 +44,7 @@ pub enum Value<'a> {
     Int(i64),
     Float(f64),
     Str(Cow<'a, str>),
-    Bytes(&'a [u8]),
+    Bytes(Cow<'a, [u8]>),
     /// A secret bytes field: only its length is shown.
     Masked(usize),
     Uuid([u8; 16]),
@@ -62,6 +62,42 @@ pub struct Node<'a> {
     pub value: Value<'a>,
     pub start: usize,
     pub end: usize,
+}
+
+impl Node<'_> {
+    /// The same node holding its own bytes (for values read from a temporary buffer, such as a
+    /// decompressed batch).
+    pub fn into_owned(self) -> Node<'static> {
+        let value = match self.value {
+            Value::Null => Value::Null,
+            Value::Bool(b) => Value::Bool(b),
+            Value::Int(i) => Value::Int(i),
+            Value::Float(f) => Value::Float(f),
+            Value::Str(s) => Value::Str(Cow::Owned(s.into_owned())),
+            Value::Bytes(b) => Value::Bytes(Cow::Owned(b.into_owned())),
+            Value::Masked(n) => Value::Masked(n),
+            Value::Uuid(u) => Value::Uuid(u),
+            Value::Array(items) => Value::Array(items.into_iter().map(Node::into_owned).collect()),
+            Value::Struct(fields) => {
+                Value::Struct(fields.into_iter().map(Field::into_owned).collect())
+            }
+            Value::Records { size } => Value::Records { size },
+        };
+        Node {
+            value,
+            start: self.start,
+            end: self.end,
+        }
+    }
+}
+
+impl Field<'_> {
+    pub fn into_owned(self) -> Field<'static> {
+        Field {
+            name: self.name,
+            node: self.node.into_owned(),
+        }
+    }
 }
 
 /// A named value inside a struct. A struct may name a field twice (a tag that repeats a field):
@@ -353,7 +389,7 @@ impl<'a> Walker<'a, '_> {
             let fend = start + size as usize;
             let Some((_, op)) = tags.iter().rev().find(|(t, _)| u64::from(*t) == tag) else {
                 let raw = Node {
-                    value: Value::Bytes(&self.cur.buf[start..fend]),
+                    value: Value::Bytes(Cow::Borrowed(&self.cur.buf[start..fend])),
                     start,
                     end: fend,
                 };
@@ -576,7 +612,7 @@ impl<'a> Walker<'a, '_> {
                 if op.name.is_some_and(|name| self.secrets.contains(&name)) {
                     return node(Value::Masked(b.len()), self.cur.pos);
                 }
-                node(Value::Bytes(b), self.cur.pos)
+                node(Value::Bytes(Cow::Borrowed(b)), self.cur.pos)
             }
             Kind::Records => {
                 let what = op.name.unwrap_or("records");
@@ -757,7 +793,10 @@ mod tests {
             panic!()
         };
         assert_eq!(tags[0].name, Name::Tag(7));
-        assert_eq!(tags[0].node.value, Value::Bytes(&[0xaa, 0xbb]));
+        assert_eq!(
+            tags[0].node.value,
+            Value::Bytes(Cow::Borrowed(&[0xaa, 0xbb]))
+        );
         assert_eq!((tags[0].node.start, tags[0].node.end), (20, 22));
     }
 

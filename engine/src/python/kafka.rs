@@ -6,6 +6,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyList, PyString, PyTuple};
 
 use crate::kafka::body::{self, Decoded, Field, Node, Value};
+use crate::kafka::codecs::Limits;
+use crate::kafka::records::{self, control_type_name, Control, Entry};
 use crate::kafka::schema::{self, Plan};
 
 fn value<'py>(py: Python<'py>, v: &Value<'_>) -> PyResult<Bound<'py, PyAny>> {
@@ -162,9 +164,217 @@ fn kafka_decode_data<'py>(
     )
 }
 
+fn opt_bytes<'py>(py: Python<'py>, b: &Option<std::borrow::Cow<'_, [u8]>>) -> Bound<'py, PyAny> {
+    match b {
+        Some(b) => PyBytes::new(py, b).into_any(),
+        None => py.None().into_bound(py),
+    }
+}
+
+fn entry<'py>(py: Python<'py>, e: &Entry<'_>) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    match e {
+        Entry::V2(b) => {
+            d.set_item("base_offset", b.base_offset)?;
+            d.set_item("batch_length", b.batch_length)?;
+            d.set_item("partition_leader_epoch", b.partition_leader_epoch)?;
+            d.set_item("magic", b.magic)?;
+            d.set_item("crc", b.crc)?;
+            d.set_item("crc_ok", b.crc_ok)?;
+            d.set_item("attributes", b.attributes)?;
+            d.set_item("compression", b.compression())?;
+            let log_append = b.attributes & 8 != 0;
+            d.set_item(
+                "timestamp_type",
+                if log_append {
+                    "LogAppendTime"
+                } else {
+                    "CreateTime"
+                },
+            )?;
+            d.set_item("is_transactional", b.attributes & 16 != 0)?;
+            d.set_item("is_control", b.attributes & 32 != 0)?;
+            d.set_item("has_delete_horizon", b.attributes & 64 != 0)?;
+            d.set_item("last_offset_delta", b.last_offset_delta)?;
+            d.set_item("base_timestamp", b.base_timestamp)?;
+            d.set_item("max_timestamp", b.max_timestamp)?;
+            d.set_item("producer_id", b.producer_id)?;
+            d.set_item("producer_epoch", b.producer_epoch)?;
+            d.set_item("base_sequence", b.base_sequence)?;
+            d.set_item("records_count", b.records_count)?;
+            d.set_item("record_count", b.record_count)?;
+            if let Some(cs) = &b.control_records {
+                let l = PyList::empty(py);
+                for c in cs {
+                    let cd = PyDict::new(py);
+                    match c {
+                        Control::Key(k) => cd.set_item("key", opt_bytes(py, k))?,
+                        Control::Typed {
+                            version,
+                            ctype,
+                            marker,
+                            decoded,
+                            value,
+                        } => {
+                            cd.set_item("version", version)?;
+                            cd.set_item("type", control_type_name(*ctype))?;
+                            if let Some((mv, epoch)) = marker {
+                                cd.set_item("marker_version", mv)?;
+                                cd.set_item("coordinator_epoch", epoch)?;
+                            } else if let Some(fields) = decoded {
+                                cd.set_item("value_decoded", dict(py, fields)?)?;
+                            } else if value.is_some() {
+                                cd.set_item("value", opt_bytes(py, value))?;
+                            }
+                        }
+                    }
+                    l.append(cd)?;
+                }
+                d.set_item("control_records", l)?;
+            }
+        }
+        Entry::Legacy(m) => {
+            d.set_item("offset", m.offset)?;
+            d.set_item("message_size", m.message_size)?;
+            d.set_item("crc", m.crc)?;
+            d.set_item("crc_ok", m.crc_ok)?;
+            d.set_item("magic", m.magic)?;
+            d.set_item("attributes", m.attributes)?;
+            d.set_item("compression", m.compression())?;
+            d.set_item("record_count", m.record_count)?;
+            if let Some((ts, log_append)) = m.timestamp {
+                d.set_item("timestamp", ts)?;
+                d.set_item(
+                    "timestamp_type",
+                    if log_append {
+                        "LogAppendTime"
+                    } else {
+                        "CreateTime"
+                    },
+                )?;
+            }
+            if let Some((n, ok)) = m.inner {
+                d.set_item("inner_messages", n)?;
+                d.set_item("inner_crc_ok", ok)?;
+            }
+        }
+    }
+    Ok(d)
+}
+
+/// Decodes a Kafka record set as `records.decode_record_set` does (messages wanted, anomalies
+/// emitted): `(fields, messages, anomalies, status, stats)`.
+///
+/// `fields` is the record set's dict, `messages` one tuple per record (value_size, offset, key,
+/// value, timestamp_ms, headers, compression, checksum_ok, detail), `anomalies` (kind, detail,
+/// offset) with the reference's `topic[partition]: ` prefix and offsets from `base`, `status`
+/// the first non-ok status ("ok" when none), `stats` the counters.
+#[pyfunction]
+#[pyo3(signature = (data, partial_ok=false, topic=None, partition=None, base=0))]
+fn kafka_records<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    partial_ok: bool,
+    topic: Option<&str>,
+    partition: Option<i64>,
+    base: i64,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let mut limits = Limits::default();
+    let rs = records::decode_record_set(data, partial_ok, &mut limits);
+    let out = PyDict::new(py);
+    out.set_item("size", rs.size)?;
+    let batches = PyList::empty(py);
+    for e in &rs.entries {
+        batches.append(entry(py, e)?)?;
+    }
+    out.set_item("batches", batches)?;
+    if let Some(n) = rs.partial_trailing_bytes {
+        out.set_item("partial_trailing_bytes", n)?;
+    }
+    if let Some(n) = rs.undecoded_bytes {
+        out.set_item("undecoded_bytes", n)?;
+    }
+    out.set_item("record_count", rs.record_count)?;
+    let msgs = PyList::empty(py);
+    for m in &rs.messages {
+        let headers = match &m.headers {
+            None => py.None().into_bound(py),
+            Some(hs) => {
+                let l = PyList::empty(py);
+                for (k, v) in hs {
+                    l.append((k, opt_bytes(py, v)))?;
+                }
+                l.into_any()
+            }
+        };
+        let detail = match &m.detail {
+            None => py.None().into_bound(py),
+            Some(d) => {
+                let dd = PyDict::new(py);
+                dd.set_item("batch_base_offset", d.batch_base_offset)?;
+                dd.set_item("producer_id", d.producer_id)?;
+                dd.set_item("producer_epoch", d.producer_epoch)?;
+                dd.set_item("base_sequence", d.base_sequence)?;
+                dd.set_item("transactional", d.transactional)?;
+                dd.set_item("magic", 2)?;
+                dd.into_any()
+            }
+        };
+        let t = PyTuple::new(
+            py,
+            [
+                m.value_size.into_pyobject(py)?.into_any(),
+                m.offset.into_pyobject(py)?.into_any(),
+                opt_bytes(py, &m.key),
+                opt_bytes(py, &m.value),
+                m.timestamp_ms.into_pyobject(py)?.into_any(),
+                headers,
+                m.compression.into_pyobject(py)?.into_any(),
+                PyBool::new(py, m.checksum_ok).to_owned().into_any(),
+                detail,
+            ],
+        )?;
+        msgs.append(t)?;
+    }
+    let place = match topic {
+        Some(t) => format!(
+            "{t}[{}]",
+            partition.map_or("None".into(), |p| p.to_string())
+        ),
+        None => format!(
+            "partition {}",
+            partition.map_or("None".into(), |p| p.to_string())
+        ),
+    };
+    let anomalies = PyList::empty(py);
+    let mut status = "ok";
+    for p in &rs.problems {
+        if let (Some(s), "ok") = (p.status, status) {
+            status = s;
+        }
+        let at = p.offset.map(|o| o + i128::from(base));
+        anomalies.append((p.kind, format!("{place}: {}", p.detail), at))?;
+    }
+    let stats = PyDict::new(py);
+    for (k, v) in &rs.stats.counts {
+        stats.set_item(k, v)?;
+    }
+    PyTuple::new(
+        py,
+        [
+            out.into_any(),
+            msgs.into_any(),
+            anomalies.into_any(),
+            status.into_pyobject(py)?.into_any(),
+            stats.into_any(),
+        ],
+    )
+}
+
 /// Adds the Kafka functions to the extension module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kafka_decode, m)?)?;
     m.add_function(wrap_pyfunction!(kafka_decode_data, m)?)?;
+    m.add_function(wrap_pyfunction!(kafka_records, m)?)?;
     Ok(())
 }
