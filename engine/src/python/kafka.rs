@@ -371,10 +371,52 @@ fn kafka_records<'py>(
     )
 }
 
+/// Measurement helper for `benchmarks/kafka_decode.py`: decodes every (is_response, api_key,
+/// version, body, start) `repeat` times into the Rust tree only (no Python objects) and returns
+/// the nanoseconds taken, so the decoder's own cost is seen apart from the dict conversion.
+#[pyfunction]
+fn kafka_bench_bodies(items: Vec<(bool, i16, i16, Vec<u8>, usize)>, repeat: usize) -> u128 {
+    let plans: Vec<_> = items
+        .iter()
+        .map(|(r, k, v, _, _)| schema::plan(*k, *v, *r))
+        .collect();
+    let t = std::time::Instant::now();
+    let mut fields = 0usize;
+    for _ in 0..repeat {
+        for ((_, _, _, body, start), plan) in items.iter().zip(&plans) {
+            if let Some(plan) = plan {
+                fields += body::decode_body(body, *start, plan, &[]).fields.len();
+            }
+        }
+    }
+    std::hint::black_box(fields);
+    t.elapsed().as_nanos()
+}
+
+/// Measurement helper: decodes every (record set, partial_ok) `repeat` times in Rust only and
+/// returns the nanoseconds taken.
+#[pyfunction]
+fn kafka_bench_records(sets: Vec<(Vec<u8>, bool)>, repeat: usize) -> u128 {
+    let t = std::time::Instant::now();
+    let mut n = 0usize;
+    for _ in 0..repeat {
+        for (data, partial_ok) in &sets {
+            let mut limits = Limits::default();
+            n += records::decode_record_set(data, *partial_ok, &mut limits)
+                .messages
+                .len();
+        }
+    }
+    std::hint::black_box(n);
+    t.elapsed().as_nanos()
+}
+
 /// Adds the Kafka functions to the extension module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kafka_decode, m)?)?;
     m.add_function(wrap_pyfunction!(kafka_decode_data, m)?)?;
     m.add_function(wrap_pyfunction!(kafka_records, m)?)?;
+    m.add_function(wrap_pyfunction!(kafka_bench_bodies, m)?)?;
+    m.add_function(wrap_pyfunction!(kafka_bench_records, m)?)?;
     Ok(())
 }
