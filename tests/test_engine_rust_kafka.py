@@ -13,21 +13,23 @@ paths, the end position, and the error's class, message and offset.
 from __future__ import annotations
 
 import random
+import struct
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests import kafka_gen
 from tests.conftest import CAPTURES, ROOT
-from tests.kafka_gen import gen_struct
+from tests.kafka_gen import gen_struct, uv
 from tests.test_kafka_compiled import mutations
 from wiredump.dissect.limits import Limits
 from wiredump.dissect.model import Frame
 from wiredump.dissect.pipeline import Options, dissect
-from wiredump.dissect.protocols.kafka import schema, session
-from wiredump.dissect.protocols.kafka.body import Bad, walk_body
+from wiredump.dissect.protocols.kafka import embedded, schema, session
+from wiredump.dissect.protocols.kafka.body import Bad, BodyDecoder, walk_body
 from wiredump.dissect.protocols.kafka.records import RecordContext, decode_record_set
-from wiredump.dissect.wire import Short
+from wiredump.dissect.wire import Cursor, Short
 
 _engine = pytest.importorskip("wiredump._engine")
 SECRETS = session.SECRET_FIELDS
@@ -290,3 +292,154 @@ def test_records_seen_on_the_compressed_and_legacy_captures() -> None:
             assert status == "ok", (name, anomalies)
     assert {"gzip", "snappy", "lz4", "zstd"} <= codecs_seen
     assert {0, 1, 2} & magics >= {2}
+
+
+# -- headers and embedded structures ----------------------------------------------------------
+
+
+def reference_request_header(frame: bytes, hv: int) -> tuple:
+    """What the session reads: the fixed 12 bytes, then `session._request_header`."""
+    api_key, version, corr = struct.unpack_from(">hhi", frame, 4)
+    header: dict[str, Any] = {"api_key": api_key, "api_version": version, "correlation_id": corr}
+    try:
+        start = session._request_header(frame, hv, header)
+    except (Short, Bad) as e:
+        return None, (type(e).__name__, str(e), e.offset), None
+    return header, None, start
+
+
+def reference_response_header(frame: bytes, hv: int) -> tuple:
+    """The header part of `session._response`: correlation id, then tags in header v1."""
+    header: dict[str, Any] = {"correlation_id": struct.unpack_from(">i", frame, 4)[0]}
+    start = 8
+    if hv == 1:
+        if len(frame) > 8 and frame[8] == 0:
+            start = 9
+        else:
+            cur = Cursor(frame, 8)
+            try:
+                BodyDecoder(cur, None).tagged({}, header, [])
+            except (Short, Bad) as e:
+                return None, (type(e).__name__, str(e), e.offset), None
+            start = cur.pos
+    return header, None, start
+
+
+def random_header_frames(rnd: random.Random, request: bool) -> list[bytes]:
+    """Frames with client ids (null, empty, text, invalid UTF-8) and tag sections, cut and flipped."""
+    out = []
+    for _ in range(200):
+        head = struct.pack(">ihhi", 0, rnd.randrange(-2, 80), rnd.randrange(-1, 20), rnd.randrange(-9, 9))
+        if not request:
+            head = head[:8]
+        if request:
+            cid = rnd.choice([None, b"", b"rdkafka", b"\xff\xfeid", rnd.randbytes(5)])
+            head += struct.pack(">h", -1) if cid is None else struct.pack(">h", len(cid)) + cid
+        tags = bytes([0])
+        if rnd.random() < 0.6:
+            n = rnd.randint(1, 3)
+            tags = uv(n) + b"".join(
+                uv(rnd.randrange(0, 300)) + uv(k) + rnd.randbytes(k) for k in [1, 0, 4][:n]
+            )
+        frame = head + tags + rnd.randbytes(rnd.randint(0, 4))
+        out += [frame, *[m for m in mutations(frame, rnd) if len(m) >= (12 if request else 8)]]
+    return out
+
+
+def test_request_headers_decode_the_same() -> None:
+    rnd = random.Random(31)
+    for frame in random_header_frames(rnd, True):
+        for hv in (0, 1, 2):
+            ref = reference_request_header(frame, hv)
+            assert repr(_engine.kafka_request_header(frame, hv)) == repr(ref), (frame, hv)
+
+
+def test_response_headers_decode_the_same() -> None:
+    rnd = random.Random(32)
+    for frame in random_header_frames(rnd, False):
+        for hv in (0, 1):
+            ref = reference_response_header(frame, hv)
+            assert repr(_engine.kafka_response_header(frame, hv)) == repr(ref), (frame, hv)
+
+
+def test_hand_computed_request_header() -> None:
+    """Metadata v12 request header v2 by hand: key 3, version 12, correlation 7, client "rd", no tags."""
+    frame = bytes([0, 0, 0, 13, 0, 3, 0, 12, 0, 0, 0, 7, 0, 2, ord("r"), ord("d"), 0])
+    assert _engine.kafka_request_header(frame, 2) == (
+        {"api_key": 3, "api_version": 12, "correlation_id": 7, "client_id": "rd"},
+        None,
+        17,
+    )
+
+
+def reference_embedded(data: bytes, start: int, key: int, v: int, kind: str, ptype: Any) -> str:
+    plan = schema.plan(key, v, kind)
+    assert plan is not None
+    try:
+        out, errors, end = walk_body(data, start, plan, None)
+    except (Short, Bad) as e:
+        return repr((type(e).__name__, str(e), e.offset, getattr(e, "partial", None), e.errors))
+    embedded.annotate(key, kind, out, ptype)
+    return repr((out, errors, end))
+
+
+def consumer_protocol(rnd: random.Random, name: str) -> bytes:
+    """A ConsumerProtocolSubscription/Assignment of a random known version, as a client sends it."""
+    versions = schema.schema()["data"][name]["versions"]
+    v = rnd.choice(versions)
+    plan = schema.data_plan(name, v)
+    assert plan is not None
+    _, data = gen_struct(plan, rnd, 0)
+    return struct.pack(">h", rnd.choice([v, v, v + 7])) + data
+
+
+def test_consumer_protocol_inside_join_and_sync_group_decodes_the_same() -> None:
+    """JoinGroup/SyncGroup bodies whose BYTES hold the consumer protocol (valid, newer, cut, other)."""
+    rnd = random.Random(33)
+    cases = [
+        (11, "request", "metadata", "ConsumerProtocolSubscription"),
+        (11, "response", "metadata", "ConsumerProtocolSubscription"),
+        (14, "request", "assignment", "ConsumerProtocolAssignment"),
+        (14, "response", "assignment", "ConsumerProtocolAssignment"),
+    ]
+    decoded = 0
+    for key, kind, field, name in cases:
+        for v in sorted(schema.api_versions()[key]):
+            plan = schema.plan(key, v, kind)
+            assert plan is not None
+            for _ in range(6):
+                blobs = [consumer_protocol(rnd, name) for _ in range(3)]
+                blobs.append(rnd.choice([b"", b"\x00", blobs[0][:-1]]))
+                body = _with_bytes(plan, rnd, field, blobs)
+                for ptype in (None, "consumer", "connect"):
+                    ref = reference_embedded(body, 0, key, v, kind, ptype)
+                    got = rust(
+                        _engine.kafka_decode(
+                            kind == "response", key, v, body, embedded=True, protocol_type=ptype
+                        )
+                    )
+                    assert got == ref, (key, v, kind, body, ptype)
+                    decoded += "_decoded" in ref
+    assert decoded > 50
+
+
+def _with_bytes(plan: schema.Plan, rnd: random.Random, field: str, blobs: list[bytes]) -> bytes:
+    """A random body of `plan` whose BYTES fields named `field` hold the given blobs in turn."""
+    orig = kafka_gen.gen
+    it = iter(blobs * 50)
+
+    def gen(op: Any, r: random.Random, depth: int, records: bool = False) -> tuple[Any, bytes]:
+        if op.code == schema.BYTES and op.name == field:
+            b = next(it)
+            return b, kafka_gen.enc_len(len(b), op.compact, True) + b
+        if op.code == schema.STRING and op.name == "protocol_type":
+            s = rnd.choice(["consumer", "consumer", "connect"])
+            return s, kafka_gen.enc_len(len(s), op.compact, False) + s.encode()
+        return orig(op, r, depth, records)
+
+    kafka_gen.gen = gen  # type: ignore[assignment]
+    try:
+        _, data = kafka_gen.gen_struct(plan, rnd, 0)
+    finally:
+        kafka_gen.gen = orig  # type: ignore[assignment]
+    return data

@@ -3,6 +3,7 @@
 
 pub mod body;
 pub mod codecs;
+pub mod embedded;
 pub mod header;
 pub mod records;
 pub mod schema;

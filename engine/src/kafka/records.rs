@@ -782,9 +782,11 @@ fn legacy<'a>(
     };
     if p != end {
         cx.malformed(
+            // Negative when the lengths were read past a message shorter than its header (as
+            // the reference, which reads them from the whole set).
             format!(
                 "message at offset {offset}: {} bytes after the value",
-                end - p
+                end as i64 - p as i64
             ),
             p as i128,
         );
@@ -1023,6 +1025,20 @@ mod tests {
         assert_eq!(rs.problems, vec![]);
         assert_eq!(rs.messages[0].offset, 7);
         assert_eq!(rs.messages[0].value.as_deref(), Some(&b"v"[..]));
+        // Magic 1 with the minimum length 14: the key length is read past the message's end
+        // (from the next bytes of the set, as the reference does), then 8 bytes too many.
+        let mut m1 = Vec::new();
+        let body = [1u8, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+        m1.extend(0i64.to_be_bytes());
+        m1.extend(14i32.to_be_bytes());
+        m1.extend(crc32(&body).to_be_bytes());
+        m1.extend(body);
+        m1.extend([0xff, 0xff, 0xff, 0xfb, 0xff, 0xff, 0xff, 0xf7]); // key -5, value -9
+        let rs = decode_record_set(&m1, true, &mut Limits::default());
+        assert_eq!(
+            rs.problems[0].detail,
+            "message at offset 0: -8 bytes after the value"
+        );
         // A CRC-32 check against zlib's value for "123456789" (0xCBF43926).
         assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
     }

@@ -9,6 +9,7 @@ use crate::kafka::body::{self, Decoded, Field, Node, Value};
 use crate::kafka::codecs::Limits;
 use crate::kafka::records::{self, control_type_name, Control, Entry};
 use crate::kafka::schema::{self, Plan};
+use crate::kafka::{embedded, header};
 
 fn value<'py>(py: Python<'py>, v: &Value<'_>) -> PyResult<Bound<'py, PyAny>> {
     Ok(match v {
@@ -99,6 +100,9 @@ fn result<'py>(
     PyTuple::new(py, items)
 }
 
+/// The consumer-protocol annotation to apply to a decoded body: (api key, response?, protocol type).
+type Annotate<'s> = Option<(i16, bool, Option<&'s str>)>;
+
 fn run<'py>(
     py: Python<'py>,
     plan: Option<&'static Plan>,
@@ -106,11 +110,15 @@ fn run<'py>(
     start: usize,
     secrets: Option<Vec<String>>,
     with_spans: bool,
+    annotate: Annotate<'_>,
 ) -> PyResult<Option<Bound<'py, PyTuple>>> {
     let Some(plan) = plan else { return Ok(None) };
     let secrets = secrets.unwrap_or_default();
     let names: Vec<&str> = secrets.iter().map(String::as_str).collect();
-    let d = body::decode_body(data, start, plan, &names);
+    let mut d = body::decode_body(data, start, plan, &names);
+    if let (Some((key, response, ptype)), None) = (annotate, &d.error) {
+        embedded::annotate(key, response, &mut d.fields, ptype);
+    }
     result(py, &d, with_spans).map(Some)
 }
 
@@ -416,6 +424,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kafka_decode, m)?)?;
     m.add_function(wrap_pyfunction!(kafka_decode_data, m)?)?;
     m.add_function(wrap_pyfunction!(kafka_records, m)?)?;
+    m.add_function(wrap_pyfunction!(kafka_request_header, m)?)?;
+    m.add_function(wrap_pyfunction!(kafka_response_header, m)?)?;
     m.add_function(wrap_pyfunction!(kafka_bench_bodies, m)?)?;
     m.add_function(wrap_pyfunction!(kafka_bench_records, m)?)?;
     Ok(())
