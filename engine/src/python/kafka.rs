@@ -127,9 +127,10 @@ fn run<'py>(
 /// `fields` is the dict `walk_body` returns (the partial one when `error` is set), `errors` the
 /// (path, code) of every non-zero error code, `error` None or (`"Short"`/`"Bad"`, message,
 /// offset), `end` where the body ended. With `spans=True` a fifth item lists (path, start, end)
-/// of every decoded value.
+/// of every decoded value. With `embedded=True` the consumer protocol inside JoinGroup and
+/// SyncGroup is decoded as `embedded.annotate` does (`protocol_type`: the request's).
 #[pyfunction]
-#[pyo3(signature = (is_response, api_key, version, body, start=0, secrets=None, spans=false))]
+#[pyo3(signature = (is_response, api_key, version, body, start=0, secrets=None, spans=false, embedded=false, protocol_type=None))]
 #[allow(clippy::too_many_arguments)]
 fn kafka_decode<'py>(
     py: Python<'py>,
@@ -140,15 +141,69 @@ fn kafka_decode<'py>(
     start: usize,
     secrets: Option<Vec<String>>,
     spans: bool,
+    embedded: bool,
+    protocol_type: Option<&str>,
 ) -> PyResult<Option<Bound<'py, PyTuple>>> {
-    run(
-        py,
-        schema::plan(api_key, version, is_response),
-        body,
-        start,
-        secrets,
-        spans,
-    )
+    let plan = schema::plan(api_key, version, is_response);
+    let annotate = embedded.then_some((api_key, is_response, protocol_type));
+    run(py, plan, body, start, secrets, spans, annotate)
+}
+
+fn header_result<'py>(
+    py: Python<'py>,
+    d: Bound<'py, PyDict>,
+    tagged: &[Field<'_>],
+    body_start: usize,
+) -> PyResult<Bound<'py, PyTuple>> {
+    for f in tagged {
+        d.set_item(f.name.as_str(), value(py, &f.node.value)?)?;
+    }
+    (d, py.None(), body_start).into_pyobject(py)
+}
+
+fn header_error<'py>(py: Python<'py>, e: &body::DecodeError) -> PyResult<Bound<'py, PyTuple>> {
+    let err = (e.kind(), e.to_string(), e.offset()).into_pyobject(py)?;
+    (py.None(), err, py.None()).into_pyobject(py)
+}
+
+/// Decodes a request header from a whole frame (size prefix included) in header version `hv`:
+/// `(header dict, None, body start)` or `(None, (kind, message, offset), None)`.
+#[pyfunction]
+fn kafka_request_header<'py>(
+    py: Python<'py>,
+    frame: &[u8],
+    hv: u8,
+) -> PyResult<Bound<'py, PyTuple>> {
+    match header::request_header(frame, hv) {
+        Ok(h) => {
+            let d = PyDict::new(py);
+            d.set_item("api_key", h.api_key)?;
+            d.set_item("api_version", h.api_version)?;
+            d.set_item("correlation_id", h.correlation_id)?;
+            if let Some(c) = &h.client_id {
+                d.set_item("client_id", value(py, &c.value)?)?;
+            }
+            header_result(py, d, &h.tagged, h.body_start)
+        }
+        Err(e) => header_error(py, &e),
+    }
+}
+
+/// Decodes a response header (version `hv`) like `kafka_request_header`.
+#[pyfunction]
+fn kafka_response_header<'py>(
+    py: Python<'py>,
+    frame: &[u8],
+    hv: u8,
+) -> PyResult<Bound<'py, PyTuple>> {
+    match header::response_header(frame, hv) {
+        Ok(h) => {
+            let d = PyDict::new(py);
+            d.set_item("correlation_id", h.correlation_id)?;
+            header_result(py, d, &h.tagged, h.body_start)
+        }
+        Err(e) => header_error(py, &e),
+    }
 }
 
 /// Decodes a non-API structure (ConsumerProtocolSubscription…) like `kafka_decode`.
@@ -169,6 +224,7 @@ fn kafka_decode_data<'py>(
         start,
         secrets,
         false,
+        None,
     )
 }
 
