@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -43,3 +44,70 @@ def dissect_lists(path: Path, protocol: str | None = None) -> tuple[list, list, 
         elif ev.kind == "exchange":
             exchanges.append(ev.obj)
     return frames, anomalies, exchanges
+
+
+# -- no internal errors ------------------------------------------------------------------------------
+INTERNAL_ERROR_MARK = "internal_error_expected"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{INTERNAL_ERROR_MARK}: the test injects a failing decoder on purpose; internal_error anomalies "
+        "are allowed (and checked by the test itself)",
+    )
+
+
+@pytest.fixture(autouse=True)
+def no_internal_errors(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path_factory):
+    """Fail any test during which wiredump reported an `internal_error` (a decoder bug caught by the
+    shield), whatever the capture: real, crafted, variant or fuzzed.
+
+    Watched in two places: the one function that makes every internal_error anomaly
+    (`internal.internal_error`, which the engine calls through its module) and the events of
+    `pipeline.dissect_capture` (and every module that imported that name), which `dissect`, the
+    CLI and the Spark export all go through (so an internal_error anomaly made any other way is
+    caught too). What is seen is appended to a
+    file, so that workers forked by `--workers` report to the test that started them.
+    """
+    if request.node.get_closest_marker(INTERNAL_ERROR_MARK):
+        yield
+        return
+    from wiredump.dissect import internal, pipeline
+
+    log = tmp_path_factory.mktemp("internal_errors") / "seen.txt"
+
+    def note(line: str) -> None:
+        with open(log, "a") as fh:
+            fh.write(line.replace("\n", " ") + "\n")
+
+    real_make = internal.internal_error
+
+    def watched_make(*args, **kwargs):
+        a = real_make(*args, **kwargs)
+        note(f"made: {a.detail}")
+        return a
+
+    real_dissect_capture = pipeline.dissect_capture
+
+    def watched_dissect_capture(reader, options):
+        for ev in real_dissect_capture(reader, options):
+            if ev.kind == pipeline.ANOMALY and ev.obj.kind == internal.INTERNAL_ERROR:
+                note(f"{ev.capture} packet {ev.obj.packet}: {ev.obj.detail}")
+            yield ev
+
+    monkeypatch.setattr(internal, "internal_error", watched_make)
+    monkeypatch.setattr(pipeline, "dissect_capture", watched_dissect_capture)
+    import wiredump.cli.source  # noqa: F401  (binds dissect_capture at import: patched below too)
+
+    for mod in list(sys.modules.values()):
+        if getattr(mod, "dissect_capture", None) is real_dissect_capture:
+            monkeypatch.setattr(mod, "dissect_capture", watched_dissect_capture)
+    yield
+    if log.exists():
+        seen = log.read_text().splitlines()
+        pytest.fail(
+            f"{len(seen)} internal_error anomaly(ies) during this test (a wiredump bug, not bad input):\n"
+            + "\n".join(seen[:10]),
+            pytrace=False,
+        )

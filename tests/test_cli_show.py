@@ -18,6 +18,7 @@ def test_show_packet_tree_then_hex(capsys, kafka_basic):
     res = run_cli(capsys, "show", kafka_basic, "--packet", "45", "-x", "--mark", "0:4")
     assert res.code == 0, res.err
     lines = res.out.splitlines()
+    assert lines.pop(0) == f"==> {kafka_basic} <=="  # show names the capture
     assert re.match(
         r"^\s+45\s+\S+\s+3 127\.0\.0\.1:36052 → 127\.0\.0\.1:9092 kafka\s+Produce v9 id=3 → #46", lines[0]
     )
@@ -130,7 +131,7 @@ def test_show_points_from_a_middle_packet_to_the_frame(capsys, captures):
     assert res.code == 1
     assert f"packet #{middle} carries part of the frame completed in #{last}" in res.err
     res = run_cli(capsys, "show", pcap, "-p", str(last))
-    assert res.code == 0 and "AppendBlockEnd" in res.out.splitlines()[0]
+    assert res.code == 0 and "AppendBlockEnd" in res.out.splitlines()[1]
     assert f'packets: "{first}-{last}"' in res.out
 
 

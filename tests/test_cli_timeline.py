@@ -163,7 +163,7 @@ def test_json_rows_have_the_frames_columns(capsys, kafka_basic):
         9092,
     )
     assert first["ts"].endswith("Z")
-    detail = json.loads(first["detail"])
+    detail = first["detail"]  # an object, not JSON text inside JSON (issue 16)
     assert detail["body"]["acks"] == -1
     res = run_cli(capsys, kafka_basic, "-T", "jsonl")
     objs = [json.loads(x) for x in res.out.splitlines()]

@@ -490,9 +490,11 @@ def test_frame_length_rejects_implausible_requests() -> None:
     assert (
         s.frame_length(struct.pack(">ihhi", 100, 3, 1, 0) + b"\xff\xf0", 0, "client") == NOT_A_FRAME
     )  # bad client id
-    assert (
-        s.frame_length(struct.pack(">ihhi", 100, 251, 0, 0) + string("c"), 0, "client") == NOT_A_FRAME
-    )  # first: strict
+    # First: an unknown key is a frame only when the framing is confirmed (issue 14 item 2):
+    # it ends where the bytes end or a plausible request header follows; not yet told: wait.
+    unknown = struct.pack(">ihhi", 100, 251, 0, 0) + string("c")
+    assert s.frame_length(unknown, 0, "client") == NEED_MORE
+    assert s.frame_length(unknown + b"\0" * 89 + b"\xff" * 14, 0, "client") == NOT_A_FRAME
     assert s.frame_length(ok, 0, "client") == 104
     # In sync: sizes below a header and negative keys are still refused; unknown keys pass.
     assert s.frame_length(struct.pack(">ihhi", 2, 0, 0, 0), 0, "client") == NOT_A_FRAME

@@ -160,7 +160,7 @@ _ENTRY_TYPES: dict[str, tuple[str, ...]] = {
 
 def load(path: str) -> tuple[list[ConnTranscript], Config]:
     """Read and validate a baseline file; raises `SpecError` with the line of the mistake."""
-    root, _ = spec.read(path)
+    root, _ = spec.read(path, spec.MAX_BASELINE_BYTES)
     return parse(root, path)
 
 
@@ -216,8 +216,10 @@ def _connection(loc: Loc, number: int, config: Config) -> ConnTranscript:
     if "protocol" not in m:
         raise loc.error(f"{what} has no protocol")
     proto = spec.text(m["protocol"], f"{what}: protocol")
-    if proto not in names.PROTOCOLS:
-        raise m["protocol"].error(f"{what}: unknown protocol {proto!r} (known: {', '.join(names.PROTOCOLS)})")
+    if proto not in names.protocols():
+        raise m["protocol"].error(
+            f"{what}: unknown protocol {proto!r} (known: {', '.join(names.protocols())})"
+        )
     if "opens_with" in m:
         for x in spec.sequence(m["opens_with"], f"{what}: opens_with"):
             spec.text(x, f"{what}: opens_with entry")

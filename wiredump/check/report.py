@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from wiredump.check.outcome import Outcome
+from wiredump.cli.escape import escape as printable
 
 
 def _suites(outcomes: list[Outcome]) -> OrderedDict[str, list[Outcome]]:
@@ -74,16 +75,17 @@ def _isatty(stream: IO[str]) -> bool:
 def text(outcomes: list[Outcome], console: Console, verbose: bool = True) -> None:
     """The human report: every suite, every rule (passing ones too unless not `verbose`)."""
     for suite, items in _suites(outcomes).items():
-        console.print(f"[bold]{escape(suite)}[/bold]")
+        console.print(f"[bold]{escape(printable(suite))}[/bold]")
         for o in items:
             if o.passed and not verbose:
                 continue
             tag = "[green]PASS[/green]" if o.passed else "[bold red]FAIL[/bold red]"
             where = f" [dim]({escape(_where(o))})[/dim]" if _where(o) else ""
-            console.print(f"  {tag} {escape(o.rule)}: {escape(o.message)}{where}")
+            # Messages quote topics, client ids and errors from the wire: escaped for the terminal.
+            console.print(f"  {tag} {escape(printable(o.rule))}: {escape(printable(o.message))}{where}")
             if not o.passed:
                 for line in failure_lines(o, TEXT_LISTED):
-                    console.print(f"       {escape(line)}")
+                    console.print(f"       {escape(printable(line))}")
     failed = [o for o in outcomes if not o.passed]
     total = len(outcomes)
     if failed:

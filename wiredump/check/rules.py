@@ -21,6 +21,7 @@ KNOWN_KINDS = (
     "gap", "retransmission", "overlap_conflict", "out_of_order", "oversize_frame", "truncated_packet",
     "truncated_capture", "resync", "decompression_failed", "decompression_limit", "chunk_incomplete",
     "trailing_bytes", "unexpected_command", "unexpected_reply", "version_mismatch", "event_count_mismatch",
+    "bad_timestamp", "undecoded",
 )  # fmt: skip
 """Used only to catch misspellings (a forbidden kind that is never reported would pass forever)."""
 TOP_KEYS = ("forbid", "max_unanswered", "allowed_errors", "latency_ms", "expect", "versions")
@@ -87,7 +88,7 @@ def typo_warnings(rules: Rules) -> list[str]:
 
 def load(path: str) -> Rules:
     """Read and validate a rules file; raises `SpecError` with the line of the mistake."""
-    root, _ = spec.read(path)
+    root, _ = spec.read(path, spec.MAX_RULES_BYTES)
     return parse(root, path)
 
 
@@ -159,6 +160,7 @@ def _allowed_errors(name: str, p: Pattern, v: Loc) -> Rule:
         raise v.error(f"allowed_errors for {name} must be a list of error codes (use [] to allow none)")
     for c in spec.sequence(v, f"allowed_errors for {name}", allow_scalar=True):
         if isinstance(c.value, str) and c.value:
+            names.check_error_name(c, c.value, p)
             error_names.add(c.value.lower())
         else:
             codes.add(spec.integer(c, f"an allowed error code for {name}", minimum=None))

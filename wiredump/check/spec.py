@@ -1,7 +1,7 @@
 """Reading YAML/JSON spec files with the line of every value, and validating their shape.
 
 Rules and baselines are written by hand, so a mistake must point at the line: values
-are loaded from yaml's node tree (not `safe_load`), each wrapped in a `Loc` that keeps
+are built from yaml's parser events (not `safe_load`), each wrapped in a `Loc` that keeps
 its line and column. Duplicate keys, which `safe_load` silently resolves to the last
 one, are an error here. JSON is read by the same parser (JSON is valid YAML for these
 files), so JSON baselines get line numbers too.
@@ -59,69 +59,247 @@ class Loc:
         return v
 
 
-_MAX_DEPTH = 64
+MAX_RULES_BYTES = 256 << 10
+"""Largest rules file read (256 KiB): hand-written rules are a few hundred bytes."""
+MAX_BASELINE_BYTES = 2 << 20
+"""Largest baseline file read (2 MiB). Measured: the baseline of all 28 real captures in one file, with
+every optional field kept, is 284 KB as YAML and 349 KB as JSON (36,283 values); the baseline of one
+capture with the default fields is at most 8 KB (about 1,000 values)."""
+MAX_DEPTH = 64
+"""Deepest nesting of lists and mappings (a real baseline nests 5 levels)."""
+MAX_VALUES = 100_000
+"""Most values (scalars, lists, mappings) a file may hold, aliases counted expanded: almost three
+times the all-captures, all-fields baseline above. The value count, not the byte size, bounds the
+cost of loading (about 10 µs and 200 bytes per value), so no file is loaded for more than ~1 s."""
+MAX_ALIAS_VALUES = 1_000
+"""Most values one alias (`*name`) may stand for, and all aliases of a file together ten times that:
+sharing a list of error names is fine, a billion-laughs bomb is refused before anything is expanded."""
+_SAFE_TAGS = frozenset(
+    "tag:yaml.org,2002:" + t for t in ("str", "int", "float", "bool", "null", "seq", "map", "timestamp")
+)
+"""The only tags a value may carry: plain YAML data. Anything else (`!!python/object/apply:…`, `!!set`,
+local `!tags`) is refused by name; nothing is ever built from a tag."""
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's parser when PyYAML was built with it (about ten times faster), else the pure-Python one;
+both are safe loaders."""
 
 
-def _to_loc(node: yaml.Node, source: str, constructor: yaml.constructor.SafeConstructor, depth: int) -> Loc:
-    line, col = node.start_mark.line + 1, node.start_mark.column + 1
-    if depth > _MAX_DEPTH:
-        raise SpecError(source, line, f"nesting deeper than {_MAX_DEPTH} levels")
-    if isinstance(node, yaml.MappingNode):
-        out: dict[str, Loc] = {}
-        key_lines: dict[str, int] = {}
-        for knode, vnode in node.value:
-            kline = knode.start_mark.line + 1
-            if not isinstance(knode, yaml.ScalarNode):
-                raise SpecError(source, kline, "a key must be a plain name, not a list or mapping")
-            if knode.tag == "tag:yaml.org,2002:merge":
-                raise SpecError(source, kline, "merge keys (<<) are not supported")
-            key = str(constructor.construct_object(knode))
-            if key in out:
-                raise SpecError(source, kline, f"duplicate key {key!r} (first on line {key_lines[key]})")
-            key_lines[key] = kline
-            out[key] = _to_loc(vnode, source, constructor, depth + 1)
-        return Loc(out, line, col, source, key_lines)
-    if isinstance(node, yaml.SequenceNode):
-        return Loc([_to_loc(n, source, constructor, depth + 1) for n in node.value], line, col, source)
-    try:
-        value = constructor.construct_object(node)
-    except yaml.YAMLError as e:
-        raise SpecError(source, line, f"bad value: {getattr(e, 'problem', None) or e}") from None
-    return Loc(value, line, col, source)
+def _short_tag(tag: str) -> str:
+    return "!!" + tag[len("tag:yaml.org,2002:") :] if tag.startswith("tag:yaml.org,2002:") else tag
+
+
+class _Open:
+    """A list or mapping being built: its `Loc`, its anchor, how many values it holds (aliases
+    counted expanded), and for a mapping the key waiting for its value."""
+
+    __slots__ = ("loc", "anchor", "size", "key", "key_line")
+
+    def __init__(self, loc: Loc, anchor: str | None) -> None:
+        self.loc = loc
+        self.anchor = anchor
+        self.size = 1
+        self.key: str | None = None
+        self.key_line = 0
+
+
+def _build(text: str, source: str) -> Loc | None:
+    """The document as `Loc` values, built straight from the parser's events in one streaming pass.
+
+    yaml's composer is not used: it recurses once per nesting level and materialises the node
+    graph before anything can be checked. Here every limit is checked as the event arrives, so a
+    hostile file is refused after reading only the events up to the offence, at its line:
+    a tag that is not plain data (`!!python/object/apply:…`: refused by name, nothing is ever
+    built from a tag), nesting deeper than MAX_DEPTH, an alias that stands for more than
+    MAX_ALIAS_VALUES values (an alias's size is added up from its anchor's size, never by
+    expanding it; the alias shares the anchor's `Loc`), an alias to a value that contains it, and
+    more than MAX_VALUES values in all. Scalars are resolved by yaml's safe resolver and built by
+    the safe constructor's plain-data functions only.
+    """
+    resolver = yaml.SafeLoader("")
+    resolve = resolver.resolve
+    constructors = yaml.constructor.SafeConstructor.yaml_constructors
+    str_tag, merge_tag = "tag:yaml.org,2002:str", "tag:yaml.org,2002:merge"
+    anchors: dict[str, tuple[Loc, int]] = {}
+    open_anchors: set[str] = set()
+    stack: list[_Open] = []
+    root: Loc | None = None
+    documents = 0
+    total = aliased = 0
+
+    def fail(ev: Any, reason: str) -> SpecError:
+        m = ev.start_mark
+        return SpecError(source, m.line + 1, reason, m.column + 1)
+
+    def check_tag(ev: Any, tag: str | None) -> None:
+        if tag is not None and tag != "!" and tag not in _SAFE_TAGS:
+            raise fail(
+                ev,
+                f"tag {_short_tag(tag)} is not allowed: only plain values (text, numbers, booleans, null, "
+                "lists, mappings); nothing is built from tags",
+            )
+
+    for ev in yaml.parse(text, Loader=_LOADER):
+        cls = type(ev)
+        counted = False
+        line, col = ev.start_mark.line + 1, ev.start_mark.column + 1
+        is_key = bool(stack) and stack[-1].key is None and isinstance(stack[-1].loc.value, dict)
+        if cls is yaml.ScalarEvent:
+            check_tag(ev, ev.tag)
+            tag = ev.tag
+            if tag is None or tag == "!":
+                tag = resolve(yaml.ScalarNode, ev.value, ev.implicit)
+            if tag == str_tag:
+                value: Any = ev.value
+            elif tag == merge_tag and is_key:
+                raise SpecError(source, line, "merge keys (<<) are not supported")
+            elif tag in _SAFE_TAGS:
+                node = yaml.ScalarNode(tag, ev.value, ev.start_mark, ev.end_mark, ev.style)
+                try:
+                    value = constructors[tag](yaml.constructor.SafeConstructor(), node)
+                except (yaml.YAMLError, ValueError, OverflowError) as e:
+                    raise SpecError(source, line, f"bad value: {getattr(e, 'problem', None) or e}") from None
+            else:  # an implicit tag of the resolver that is not plain data (`=`)
+                raise SpecError(source, line, f"{ev.value!r} is not a plain value ({_short_tag(tag)})")
+            loc = Loc(value, line, col, source)
+            size = 1
+            if ev.anchor is not None:
+                anchors[ev.anchor] = (loc, 1)
+        elif cls is yaml.MappingStartEvent or cls is yaml.SequenceStartEvent:
+            check_tag(ev, ev.tag)
+            if is_key:
+                raise SpecError(source, line, "a key must be a plain name, not a list or mapping")
+            if len(stack) >= MAX_DEPTH:
+                raise fail(ev, f"nesting deeper than {MAX_DEPTH} levels")
+            total += 1
+            if total > MAX_VALUES:
+                raise fail(ev, f"more than {MAX_VALUES} values in the file (see docs/check.md)")
+            if cls is yaml.MappingStartEvent:
+                loc = Loc({}, line, col, source, {})
+            else:
+                loc = Loc([], line, col, source)
+            if ev.anchor is not None:
+                open_anchors.add(ev.anchor)
+            stack.append(_Open(loc, ev.anchor))
+            continue
+        elif cls is yaml.MappingEndEvent or cls is yaml.SequenceEndEvent:
+            done = stack.pop()
+            loc, size = done.loc, done.size
+            if done.anchor is not None:
+                anchors[done.anchor] = (loc, size)
+                open_anchors.discard(done.anchor)
+            counted = True  # itself at its start, its values as they finished
+        elif cls is yaml.AliasEvent:
+            name = ev.anchor
+            if name in open_anchors:
+                raise fail(ev, f"alias *{name} refers to a value that contains it")
+            if name not in anchors:
+                raise fail(ev, f"alias *{name} names no anchor (&{name}) written before it")
+            loc, size = anchors[name]
+            if size > MAX_ALIAS_VALUES:
+                raise fail(
+                    ev,
+                    f"alias *{name} stands for {size} values, more than {MAX_ALIAS_VALUES} "
+                    "(an alias bomb?): write the values out",
+                )
+            aliased += size
+            if aliased > 10 * MAX_ALIAS_VALUES:
+                raise fail(
+                    ev,
+                    f"aliases stand for more than {10 * MAX_ALIAS_VALUES} values in all "
+                    "(an alias bomb?): write the values out",
+                )
+            if is_key and isinstance(loc.value, (dict, list)):
+                raise SpecError(source, line, "a key must be a plain name, not a list or mapping")
+        elif cls is yaml.DocumentStartEvent:
+            documents += 1
+            if documents > 1:
+                raise SpecError(source, line, "more than one YAML document (---) in the file")
+            continue
+        else:
+            continue
+        # A finished value (scalar, alias or closed collection) of `size` values goes to its parent.
+        if not counted:
+            total += size
+            if total > MAX_VALUES:
+                raise fail(ev, f"more than {MAX_VALUES} values in the file (see docs/check.md)")
+        if not stack:
+            root = loc
+            continue
+        parent = stack[-1]
+        parent.size += size
+        container = parent.loc.value
+        if isinstance(container, list):
+            container.append(loc)
+        elif parent.key is None:
+            key = str(loc.value)
+            if key in container:
+                first = parent.loc.key_lines[key]  # type: ignore[index]
+                raise SpecError(source, line, f"duplicate key {key!r} (first on line {first})")
+            parent.key, parent.key_line = key, line
+        else:
+            container[parent.key] = loc
+            parent.loc.key_lines[parent.key] = parent.key_line  # type: ignore[index]
+            parent.key = None
+    return root
+
+
+def _yaml_error(e: yaml.YAMLError, source: str, text: str) -> SpecError:
+    if isinstance(e, yaml.reader.ReaderError):  # a character YAML forbids (NUL, other controls)
+        line = text.count("\n", 0, e.position) + 1
+        col = e.position - (text.rfind("\n", 0, e.position) + 1) + 1
+        code = e.character if isinstance(e.character, int) else ord(e.character)
+        return SpecError(source, line, f"not valid YAML: character U+{code:04X} is not allowed", col)
+    if isinstance(e, yaml.MarkedYAMLError):
+        mark = e.problem_mark or e.context_mark
+        reason = " ".join(str(p) for p in (e.context, e.problem) if p) or "not valid YAML"
+        return SpecError(
+            source,
+            mark.line + 1 if mark else None,
+            f"not valid YAML: {reason}",
+            mark.column + 1 if mark else None,
+        )
+    return SpecError(source, None, f"not valid YAML: {e}")
 
 
 def load(text: str, source: str) -> Loc | None:
     """Parse YAML (or JSON) text; None for an empty document. Raises `SpecError`."""
     try:
-        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        reason = " ".join(str(p) for p in (e.context, e.problem) if p) or "not valid YAML"
-        raise SpecError(
-            source,
-            mark.line + 1 if mark else None,
-            f"not valid YAML: {reason}",
-            mark.column + 1 if mark else None,
-        ) from None
+        return _build(text, source)
     except yaml.YAMLError as e:
-        raise SpecError(source, None, f"not valid YAML: {e}") from None
-    nodes = [n for n in nodes if n is not None]
-    if not nodes:
-        return None
-    if len(nodes) > 1:
-        raise SpecError(source, nodes[1].start_mark.line + 1, "more than one YAML document (---) in the file")
-    return _to_loc(nodes[0], source, yaml.constructor.SafeConstructor(), 0)
+        raise _yaml_error(e, source, text) from None
+    except RecursionError:  # not expected (nothing here recurses per level); never a traceback
+        raise SpecError(source, None, f"nesting deeper than {MAX_DEPTH} levels") from None
 
 
-def read(path: str) -> tuple[Loc | None, str]:
-    """Load a spec file from disk; an unreadable file is a `SpecError` without a line."""
+def read(path: str, max_bytes: int) -> tuple[Loc | None, str]:
+    """Load a spec file from disk; an unreadable file is a `SpecError` without a line.
+
+    At most `max_bytes` are read: a larger file is refused at the line where it passes the limit,
+    without reading the rest (so `/dev/zero` or a million-line file costs a fraction of a second).
+    """
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except (OSError, UnicodeDecodeError) as e:
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        raise SpecError(path, None, f"cannot read: {reason}") from None
+        with open(path, "rb") as fh:
+            raw = fh.read(max_bytes + 1)
+        if len(raw) > max_bytes:
+            line = raw.count(b"\n", 0, max_bytes) + 1
+            raise SpecError(
+                path,
+                line,
+                f"the file is larger than {_size(max_bytes)} (the limit for this kind of file, "
+                "see docs/check.md): refused without reading further",
+            )
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = raw.count(b"\n", 0, e.start) + 1
+            raise SpecError(path, line, f"not UTF-8 text (byte {raw[e.start]:#04x})") from None
+    except OSError as e:
+        raise SpecError(path, None, f"cannot read: {e.strerror or e}") from None
     return load(text, path), text
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB" if n >= 1 << 10 else f"{n} bytes"
 
 
 # -- shape checks ---------------------------------------------------------------------------

@@ -20,6 +20,7 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
     help="Dissect Kafka, Pulsar, Pravega and TANK traffic in pcap/pcapng captures.\n\n"
     "wiredump CAPTURE… prints the timeline; see the subcommands for the rest.",
 )
@@ -64,7 +65,7 @@ def make_options(decode_as: list[str] | None, keep_bytes: bool = False) -> Optio
 
 
 # Each command lives in its own module and registers itself on `app` when imported.
-COMMAND_MODULES = ("timeline", "export", "show", "stats", "follow", "check", "spark")
+COMMAND_MODULES = ("timeline", "export", "show", "stats", "follow", "check", "spark", "fields")
 
 
 def _load_commands() -> None:
@@ -78,7 +79,7 @@ def _load_commands() -> None:
                 raise
 
 
-SUBCOMMANDS = {"timeline", "export", "show", "stats", "check", "baseline", "spark", "follow"}
+SUBCOMMANDS = {"timeline", "export", "show", "stats", "check", "baseline", "spark", "follow", "fields"}
 
 
 class _NoPandas:

@@ -15,8 +15,10 @@ from typing import Annotated
 import typer
 
 from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, UsageError, app, make_options
-from wiredump.cli.timeline import Color
-from wiredump.dissect.pipeline import CAPTURE_END, dissect
+from wiredump.cli.render import plural
+from wiredump.cli.source import Progress, Run
+from wiredump.cli.timeline import Color, ProgressOpt
+from wiredump.dissect.pipeline import CAPTURE_END
 
 EXIT_FAIL = 1
 
@@ -162,6 +164,7 @@ def check(
     ] = False,
     color: Color = None,
     decode_as: DecodeAs = None,
+    progress: ProgressOpt = True,
 ) -> None:
     from wiredump.check import baseline as baseline_file
     from wiredump.check import diff, report
@@ -219,7 +222,7 @@ def check(
             s = suites[key] = SuiteEvaluator(ruleset, name)
         return s
 
-    for ev in dissect(captures, options):
+    for ev in Run(list(captures), options, progress=progress and Progress.wanted(), times=False).events():
         if builder is not None:
             builder.feed(ev)
         if ev.kind == CAPTURE_END:
@@ -287,6 +290,7 @@ def baseline_cmd(
         str | None, typer.Option("--format", help="yaml or json (default: from the file name).")
     ] = None,
     decode_as: DecodeAs = None,
+    progress: ProgressOpt = True,
 ) -> None:
     from wiredump.check import baseline as baseline_file
     from wiredump.check.transcript import DEFAULT_FIELDS, DEFAULT_SKIP, Config, TranscriptBuilder
@@ -302,7 +306,7 @@ def baseline_cmd(
         _topic_patterns((), topic_pattern),
     )
     builder = TranscriptBuilder(config)
-    for ev in dissect(captures, options):
+    for ev in Run(list(captures), options, progress=progress and Progress.wanted(), times=False).events():
         if ev.kind == CAPTURE_END:
             _warn_truncated(ev)
         builder.feed(ev)
@@ -316,4 +320,4 @@ def baseline_cmd(
         except OSError as e:
             raise UsageError(f"cannot write {out}: {e.strerror or e}") from None
         n = sum(len(t.client) + len(t.server) for t in conns)
-        typer.echo(f"{out}: {len(conns)} connections, {n} entries", err=True)
+        typer.echo(f"{out}: {plural(len(conns), 'connection')}, {plural(n, 'entry', 'entries')}", err=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -11,9 +12,11 @@ from typing import Annotated, Any
 import typer
 
 from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, UsageError, app, make_options
+from wiredump.cli.source import Progress, Run
+from wiredump.cli.timeline import ProgressOpt
 from wiredump.dissect.capture import open_capture
 from wiredump.dissect.parallel import auto_workers
-from wiredump.dissect.pipeline import CAPTURE_END, CaptureEnd, dissect
+from wiredump.dissect.pipeline import CAPTURE_END, CaptureEnd
 
 FORMATS = ("parquet", "jsonl")
 
@@ -45,6 +48,22 @@ def fewer_collections(gen0: int = 20_000) -> Iterator[None]:
         gc.set_threshold(*old)
 
 
+def writable_dir(out: Path) -> None:
+    """Make `out` (and its parents) and prove a file can be written there, before any decoding.
+
+    A path under a regular file, a read-only file system, `/proc/…`: one line, exit 2,
+    instead of a traceback after minutes of work.
+    """
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"-o {out}: not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as e:
+        raise UsageError(f"cannot write to -o {out}: {e.strerror or e}") from None
+
+
 @app.command(
     "export",
     help="Write the frames, exchanges, messages, anomalies and connections tables "
@@ -61,6 +80,7 @@ def export(
         bool, typer.Option("--values", help="Include message values in the messages table.")
     ] = False,
     decode_as: DecodeAs = None,
+    progress: ProgressOpt = True,
     workers: Annotated[
         int,
         typer.Option(
@@ -75,11 +95,10 @@ def export(
 
     if fmt not in FORMATS:
         raise UsageError(f"--format is parquet or jsonl, not {fmt!r}")
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"-o {out}: not a directory")
     if workers < 0:
         raise UsageError("--workers takes 0 (automatic) or a positive number")
     options = make_options(decode_as)
+    writable_dir(out)
     n = workers or auto_workers(captures)
     if n > 1:
         if "-" in captures:
@@ -88,15 +107,22 @@ def export(
             open_capture(path)  # a bad path is reported here, before any worker starts
         from wiredump.dissect.parallel import export_parallel
 
-        counts, ends = export_parallel(list(captures), out, fmt, values, options, n)
+        try:
+            counts, ends = export_parallel(list(captures), out, fmt, values, options, n)
+        except OSError as e:
+            raise UsageError(f"{e.filename or out}: {e.strerror or e}") from None
     else:
         ends = []
-        tables = TableSet(out, fmt=fmt, values=values)
+        run = Run(list(captures), options, progress=progress and Progress.wanted(), times=False)
         try:
-            with fewer_collections():
-                tables.add_events(_watch_ends(dissect(captures, options), ends))
-        finally:
-            counts = tables.close()
+            tables = TableSet(out, fmt=fmt, values=values)
+            try:
+                with fewer_collections():
+                    tables.add_events(_watch_ends(run.events(), ends))
+            finally:
+                counts = tables.close()
+        except OSError as e:  # the disk filled up, the directory went away…
+            raise UsageError(f"{e.filename or out}: {e.strerror or e}") from None
     typer.echo(", ".join(f"{n}: {c}" for n, c in counts.items()), err=True)
     truncated = [e for e in ends if e.truncated]
     for t in truncated:

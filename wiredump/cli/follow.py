@@ -15,11 +15,12 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from wiredump.cli.app import Captures, DecodeAs, app, make_options
+from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, app, make_options
+from wiredump.cli.escape import escape
 from wiredump.cli.output import Out
-from wiredump.cli.render import PROTOCOL_STYLES, STATUS_STYLES, Clock, format_latency
-from wiredump.cli.source import Run, annotate
-from wiredump.cli.timeline import Color, Filter, compile_or_exit
+from wiredump.cli.render import PROTOCOL_STYLES, STATUS_STYLES, Clock, endpoint, format_latency, plural
+from wiredump.cli.source import Progress, Run, annotate
+from wiredump.cli.timeline import Color, Filter, ProgressOpt, compile_or_exit
 from wiredump.dissect.model import Frame
 from wiredump.dissect.pipeline import ANOMALY, CAPTURE_END, CONNECTION, FRAME
 
@@ -35,8 +36,8 @@ def frame_head(f: Frame, time: str, reply: str | None) -> str:
             else f" → #{f.peer_packet}"
         )
     flags = [s for s in (f.status if f.status != "ok" else None, f.error, reply) if s]
-    badge = f" [{', '.join(flags)}]" if flags else ""
-    return f"#{f.packet} {time} {f.type}{ver}{cid}{peer}{badge}"
+    badge = f" [{escape(', '.join(flags))}]" if flags else ""
+    return f"#{f.packet} {time} {escape(f.type)}{ver}{cid}{peer}{badge}"
 
 
 def conversation_lines(f: Frame, time: str, reply: str | None, width: int) -> list[tuple[str, bool]]:
@@ -46,7 +47,7 @@ def conversation_lines(f: Frame, time: str, reply: str | None, width: int) -> li
     rows = textwrap.wrap(frame_head(f, time, reply), half, break_on_hyphens=False) or [""]
     out = [(r, True) for r in rows]
     if f.summary:
-        out += [(r, False) for r in textwrap.wrap(f.summary, half - 2, break_on_hyphens=False)]
+        out += [(r, False) for r in textwrap.wrap(escape(f.summary), half - 2, break_on_hyphens=False)]
     placed = []
     for text, head in out:
         text = text if head else "  " + text
@@ -79,21 +80,27 @@ def follow(
         ),
     ] = None,
     color: Color = None,
+    progress: ProgressOpt = True,
 ) -> None:
     flt = compile_or_exit(display_filter)
-    run = Run(captures, make_options(decode_as))
     out = Out(color)
+    run = Run(captures, make_options(decode_as), progress=progress and Progress.wanted())
+    out.progress = run.progress  # wiped before each line that goes to the same terminal
     if width is None:
         width = out.width if out.rich else int(os.environ.get("COLUMNS", "0") or 0) or 120
     clock = Clock("r")
     started = False
     header_done = False
     found = False
+    truncated: list[str] = []
     for item in annotate(run.events()):
         ev = item.ev
         if not started:
             clock.start(run.info.first_ts_us)
             started = True
+            if len(captures) > 1:
+                head = f"==> {escape(run.info.name)} <=="
+                out.line(head, lambda head=head: Text(head, "bold"))
         if ev.kind == FRAME:
             f = ev.obj
             if f.stream != stream:
@@ -101,8 +108,8 @@ def follow(
             found = True
             if not header_done:
                 header_done = True
-                client = f"{f.src}:{f.src_port}" if f.role == "client" else f"{f.dst}:{f.dst_port}"
-                server = f"{f.dst}:{f.dst_port}" if f.role == "client" else f"{f.src}:{f.src_port}"
+                src, dst = endpoint(f.src, f.src_port), endpoint(f.dst, f.dst_port)
+                client, server = (src, dst) if f.role == "client" else (dst, src)
                 _header(out, width, client, server, f.protocol)
             if flt is not None and not flt.matches(f, ev.capture):
                 continue
@@ -114,23 +121,37 @@ def follow(
                 )
         elif ev.kind == ANOMALY and ev.frame is None and ev.obj.stream == stream:
             a = ev.obj
-            text = f"~~ #{a.packet} {a.kind}: {a.detail} ~~"
+            text = f"~~ #{a.packet} {a.kind}: {escape(a.detail)} ~~"
             line = text.center(width) if len(text) < width else text
             out.line(line, lambda line=line: Text(line, "dim yellow", no_wrap=True, overflow="ellipsis"))
         elif ev.kind == CONNECTION and ev.obj.stream == stream:
             c = ev.obj
             if not header_done:
                 header_done = True
-                _header(out, width, f"{c.client}:{c.client_port}", f"{c.server}:{c.server_port}", c.protocol)
+                _header(
+                    out,
+                    width,
+                    endpoint(c.client, c.client_port),
+                    endpoint(c.server, c.server_port),
+                    c.protocol,
+                )
             found = True
             line = (
-                f"== {c.frames} frames, {c.packets} packets, {c.bytes_client} bytes → {c.bytes_server} bytes ←, "
+                f"== {plural(c.frames, 'frame')}, {plural(c.packets, 'packet')}, "
+                f"{plural(c.bytes_client, 'byte')} → {plural(c.bytes_server, 'byte')} ←, "
                 f"gaps {c.gaps}, retransmissions {c.retransmissions}, {c.state}"
             )
             out.line(line, lambda line=line: Text(line, "bold", no_wrap=True, overflow="ellipsis"))
         elif ev.kind == CAPTURE_END:
             started = False
+            header_done = False  # each capture has its own stream numbers: its own header
+            if ev.obj.truncated:
+                truncated.append(f"{ev.obj.name}: capture is truncated: {ev.obj.truncated}")
     out.flush()
+    for t in truncated:
+        typer.echo(f"wiredump: {t}", err=True)
+    if truncated:
+        raise typer.Exit(EXIT_INPUT)
     if not found:
         typer.echo(f"wiredump: no TCP stream {stream} in the capture", err=True)
         raise typer.Exit(1)

@@ -4,6 +4,11 @@ The choice is made once per command. In a pipe (or with `--no-color`, or `NO_COL
 set) lines go straight to `sys.stdout` as plain strings — no rich Console, no escape
 codes, no wrapping — which keeps the timeline as fast as tshark's. On a terminal a
 rich Console renders styled lines cropped to the width, so no line ever breaks.
+`--color` into a pipe (`| less -R`) gives the styled lines whole, never cropped, laid
+out for `$COLUMNS` (200 when unset).
+
+Lines are written as given: callers escape strings from the wire (`cli.escape`). As a
+last guard a plain line that still holds a control character is escaped whole.
 """
 
 from __future__ import annotations
@@ -12,9 +17,27 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 from rich.console import Console, RenderableType
 from rich.text import Text
+
+from wiredump.cli.escape import escape
+
+PIPE_WIDTH = 200
+"""Layout width of output that goes to a pipe or file, unless $COLUMNS says otherwise."""
+
+
+def _stdout_tty() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def pipe_width() -> int:
+    cols = os.environ.get("COLUMNS", "")
+    return int(cols) if cols.isdigit() and int(cols) >= 40 else PIPE_WIDTH
 
 
 def color_wanted(color: bool | None) -> bool:
@@ -23,10 +46,7 @@ def color_wanted(color: bool | None) -> bool:
         return color
     if os.environ.get("NO_COLOR"):
         return False
-    try:
-        return sys.stdout.isatty()
-    except (AttributeError, ValueError):
-        return False
+    return _stdout_tty()
 
 
 class Out:
@@ -34,13 +54,29 @@ class Out:
 
     def __init__(self, color: bool | None = None, console: Console | None = None) -> None:
         self.console = console
+        self.tty = _stdout_tty()
+        self.crop = True
+        self.progress: Any = None
+        """A progress bar on stderr to clear before writing, when stdout is the same terminal."""
+        width = pipe_width()
         if console is None and color_wanted(color):
-            self.console = Console(highlight=False, soft_wrap=False, emoji=False)
+            if self.tty:
+                self.console = Console(highlight=False, soft_wrap=False, emoji=False)
+            else:
+                # Forced colour into a pipe: styled, laid out for `width`, and never cropped.
+                self.console = Console(
+                    highlight=False, soft_wrap=False, emoji=False, force_terminal=True, width=100_000
+                )
+                self.crop = False
         self.rich = self.console is not None
-        self.width = self.console.width if self.console is not None else 200
+        self.width = self.console.width if self.console is not None and self.crop else width
         self._pending: list[Text] = []
         self._wrap = False
         self._flushed = time.monotonic()
+
+    def _clear_progress(self) -> None:
+        if self.progress is not None and self.tty:
+            self.progress.clear()
 
     def line(self, plain: str, styled: Callable[[], Text] | None = None, wrap: bool = False) -> None:
         """One line; `styled` builds its rich form only when it will be used.
@@ -49,6 +85,10 @@ class Out:
         (detail lines, whose values should not be lost) folds it onto more lines.
         """
         if self.console is None:
+            if not plain.isprintable():
+                plain = escape(plain)
+            if self.progress is not None and self.tty:
+                self.progress.clear()
             sys.stdout.write(plain)
             sys.stdout.write("\n")
             return
@@ -64,14 +104,18 @@ class Out:
         """A rich renderable (table, panel) on a terminal; callers give plain text otherwise."""
         self.flush()
         assert self.console is not None
-        self.console.print(renderable)
+        self._clear_progress()
+        self.console.print(renderable, crop=self.crop)
 
     def flush(self) -> None:
         self._flushed = time.monotonic()
         if self.console is not None:
             if self._pending:
+                self._clear_progress()
                 block = Text("\n").join(self._pending)
-                if self._wrap:
+                if not self.crop:
+                    self.console.print(block, no_wrap=True, overflow="ignore", crop=False, soft_wrap=True)
+                elif self._wrap:
                     self.console.print(block, overflow="fold", soft_wrap=False)
                 else:
                     self.console.print(block, no_wrap=True, overflow="ellipsis", crop=True, soft_wrap=False)

@@ -41,6 +41,7 @@ class Job:
     mark_fields: list[str]
     shard: tuple[int, int]
     progress: bool
+    values: str = "short"
 
 
 class _Collect:
@@ -62,7 +63,7 @@ class _Collect:
 def _worker(job: Job, conn: Any) -> None:
     """Runs in a child: formats its shard's lines and sends [(capture, packet, text)…] batches."""
     from wiredump.cli import timeline as tl
-    from wiredump.cli.source import Run, annotate
+    from wiredump.cli.source import Run, annotate, in_packet_order
     from wiredump.dissect.capture import CaptureError
     from wiredump.dissect.filter import compile_filter
     from wiredump.dissect.pipeline import ANOMALY, CAPTURE_END, FRAME
@@ -77,19 +78,20 @@ def _worker(job: Job, conn: Any) -> None:
             all_anomalies=job.all_anomalies,
             marks=job.marks,
             mark_fields=job.mark_fields,
+            values=job.values,
         )
         run = Run(job.captures, replace(job.options, shard=job.shard), progress=job.progress)
         out = _Collect()
         printer = tl.TimelinePrinter(out, opts)
         json_lines: list[str] = []
         if job.fmt == "jsonl":
-            printer._json = lambda f, capture: json_lines.append(_json_line(f, capture))  # type: ignore[method-assign]
+            printer._json = lambda f, capture: json_lines.append(_json_line(f, capture, job.detail))  # type: ignore[method-assign]
         batch: list[tuple[int, int, bool, str]] = []
         cap_index = 0
         started = False
         flt = opts.filter
         show_anomalies = job.fmt == "text" and flt is None
-        for item in annotate(run.events()):
+        for item in in_packet_order(annotate(run.events())):
             ev = item.ev
             if not started:
                 printer.clock.start(run.info.first_ts_us)
@@ -136,12 +138,10 @@ def _worker(job: Job, conn: Any) -> None:
         conn.close()
 
 
-def _json_line(f: Any, capture: str) -> str:
-    import json
+def _json_line(f: Any, capture: str, verbose: bool = False) -> str:
+    from wiredump.cli.jsonout import frame_json
 
-    from wiredump.dissect.tables import frame_row, json_row
-
-    return json.dumps(json_row("frames", frame_row(f, capture)), ensure_ascii=False)
+    return frame_json(f, capture, verbose)
 
 
 class WorkerError(Exception):

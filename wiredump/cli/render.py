@@ -8,7 +8,6 @@ plain path.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from typing import Any
 
 from rich.text import Text
 
+from wiredump.cli.escape import escape
 from wiredump.dissect.model import Anomaly, Frame, Message
 
 PROTOCOL_STYLES = {
@@ -88,6 +88,11 @@ class Clock:
         return f"{dt:%Y-%m-%d %H:%M:%S}.{us:06d}"
 
 
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """`1 anomaly`, `2 anomalies`, `0 frames`: counts in sentences agree with their number."""
+    return f"{n} {word if n == 1 else words or word + 's'}"
+
+
 # -- the timeline line ------------------------------------------------------------------------
 def format_latency(us: int | None) -> str:
     if us is None:
@@ -129,7 +134,7 @@ def badges(f: Frame, reply: str | None = None, after: str | None = None) -> list
         ):
             out.append(a.kind)
     if f.error and f.error not in f.summary:
-        out.append(f"error {f.error}")
+        out.append(f"error {escape(f.error)}")
     if reply:
         out.append(reply)
     if after:
@@ -154,14 +159,21 @@ class Parts:
     badges: list[str]
     summary: str
     error: bool
+    error_name: str = ""
+    """The error's name (escaped), also when the summary already says it (see `rich_line`)."""
+
+
+def endpoint(host: str, port: int | None) -> str:
+    """`10.0.0.1:9092`, and an IPv6 address in brackets as URLs write it: `[::1]:9092`."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def parts(f: Frame, time: str, reply: str | None = None, after: str | None = None) -> Parts:
     if f.role == "client":
-        client, server, arrow = f"{f.src}:{f.src_port}", f"{f.dst}:{f.dst_port}", "→"
+        client, server, arrow = endpoint(f.src, f.src_port), endpoint(f.dst, f.dst_port), "→"
     else:
-        client, server, arrow = f"{f.dst}:{f.dst_port}", f"{f.src}:{f.src_port}", "←"
-    type_ = f.type if f.version is None else f"{f.type} v{f.version}"
+        client, server, arrow = endpoint(f.dst, f.dst_port), endpoint(f.src, f.src_port), "←"
+    type_ = escape(f.type) if f.version is None else f"{escape(f.type)} v{f.version}"
     cid = "" if f.correlation_id is None else f"id={f.correlation_id}"
     peer = ""
     if f.peer_packet is not None:
@@ -181,8 +193,9 @@ def parts(f: Frame, time: str, reply: str | None = None, after: str | None = Non
         cid,
         peer,
         badges(f, reply, after),
-        f.summary,
+        escape(f.summary),
         bool(f.error),
+        escape(f.error) if f.error else "",
     )
 
 
@@ -201,7 +214,13 @@ def plain_line(p: Parts) -> str:
 
 
 def rich_line(p: Parts, width: int) -> Text:
-    """The same line styled; endpoints shrink to ports in a narrow terminal."""
+    """The same line styled, fitted to `width` so that status and error stay in sight.
+
+    Endpoints shrink to the arrow below 140 columns. When the summary names the error
+    and would be cut, the error becomes a badge; when the badges themselves would not
+    fit, the peer (then the id) gives way. Only the summary (the topic list…) is ever
+    cut, with an ellipsis.
+    """
     t = Text(no_wrap=True, overflow="ellipsis", end="")
     t.append(f"{p.packet:>6} ", "dim")
     t.append(f"{p.time:>10} ", "dim")
@@ -215,11 +234,28 @@ def rich_line(p: Parts, width: int) -> Text:
         t.append(f"{p.arrow} ", "bold")
     t.append(f"{p.protocol:<7} ", PROTOCOL_STYLES.get(p.protocol, "bold"))
     t.append(p.type, "bold red" if p.error else "bold")
-    if p.cid:
-        t.append(f" {p.cid}", "cyan")
-    if p.peer:
-        t.append(f" {p.peer}", "green" if p.peer.startswith("←") else "dim green")
-    for b in p.badges:
+    shown = list(p.badges)
+    cid = f" {p.cid}" if p.cid else ""
+    peer = f" {p.peer}" if p.peer else ""
+    badges_len = sum(len(b) + 3 for b in shown)
+    if (
+        p.error_name
+        and p.summary
+        and not any(b.startswith("error") for b in shown)
+        and len(t) + len(cid) + len(peer) + badges_len + 2 + len(p.summary) > width
+    ):
+        # The summary names the error but will be cut: a badge keeps the error in sight.
+        shown.append(f"error {p.error_name}")
+        badges_len += len(shown[-1]) + 3
+    if len(t) + len(cid) + len(peer) + badges_len > width:
+        peer = ""
+    if len(t) + len(cid) + badges_len > width:
+        cid = ""
+    if cid:
+        t.append(cid, "cyan")
+    if peer:
+        t.append(peer, "green" if p.peer.startswith("←") else "dim green")
+    for b in shown:
         t.append(" ")
         style = STATUS_STYLES.get(b, BAD_BADGE if b.startswith("error") else "yellow")
         t.append(f"[{b}]", style)
@@ -232,7 +268,7 @@ def rich_line(p: Parts, width: int) -> Text:
 def anomaly_parts(a: Anomaly, time: str) -> tuple[str, str]:
     where = "" if a.stream is None else f"{a.stream:>3}"
     head = f"{a.packet:>6} {time:>10} {where:>3}"
-    body = f"! {a.kind}" + (f" ({a.protocol})" if a.protocol else "") + f": {a.detail}"
+    body = f"! {a.kind}" + (f" ({a.protocol})" if a.protocol else "") + f": {escape(a.detail)}"
     return head, body
 
 
@@ -256,7 +292,40 @@ MAX_LIST_ITEMS = 2000
 MAX_BYTES_SHOWN = 64
 
 
+VALUES = ("none", "short", "full")
+"""How much of each message's key and value -V and show print (`--values`)."""
+VALUE_WIDTH = 64
+"""`--values short`: characters of a text key/value shown (bytes: VALUE_WIDTH // 2, as hex)."""
+
+
+class Shown(str):
+    """A key or value already rendered for the tree (escaped, maybe truncated); `kind` is its type column,
+    which keeps the full length (`bytes[300]`) when the text is cut."""
+
+    kind: str = ""
+
+
+def shown_bytes(b: bytes, mode: str) -> Shown:
+    """A message key or value as text when it is UTF-8 (escaped, quoted), else hex; cut in `short` mode."""
+    try:
+        text: str | None = b.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    cut = mode == "short"
+    if text is not None:
+        more = cut and len(text) > VALUE_WIDTH
+        out = Shown('"' + escape(text[:VALUE_WIDTH] if more else text, '"') + '"' + ("…" if more else ""))
+    else:
+        limit = VALUE_WIDTH // 2
+        more = cut and len(b) > limit
+        out = Shown((b[:limit] if more else b).hex(" ") + (" …" if more else "") if b else "(empty)")
+    out.kind = f"bytes[{len(b)}]"
+    return out
+
+
 def type_name(v: Any) -> str:
+    if isinstance(v, Shown):
+        return v.kind
     if v is None:
         return "null"
     if isinstance(v, bool):
@@ -277,12 +346,14 @@ def type_name(v: Any) -> str:
 
 
 def scalar_text(v: Any) -> str:
+    if isinstance(v, Shown):
+        return str(v)
     if v is None:
         return "null"
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, str):
-        return json.dumps(v, ensure_ascii=False)
+        return '"' + escape(v, '"') + '"'
     if isinstance(v, (bytes, bytearray, memoryview)):
         b = bytes(v)
         if not b:
@@ -317,7 +388,7 @@ def tree(value: Any, key: str = "", depth: int = 0) -> Iterator[TreeLine]:
             yield TreeLine(depth, key, "", type_name(value))
             depth += 1
         for k, v in value.items():
-            yield from tree(v, str(k), depth)
+            yield from tree(v, escape(str(k)), depth)
         return
     if isinstance(value, (list, tuple)):
         if (
@@ -337,8 +408,13 @@ def tree(value: Any, key: str = "", depth: int = 0) -> Iterator[TreeLine]:
     yield TreeLine(depth, key, scalar_text(value), type_name(value))
 
 
-def message_tree(messages: list[Message]) -> dict[str, Any]:
-    """The carried messages as a tree node (values shown by size, keys as text when printable)."""
+def message_tree(messages: list[Message], values: str = "short") -> dict[str, Any]:
+    """The carried messages as a tree node.
+
+    `values`: `none` shows sizes only (key_size, header value lengths); `short` each key, value and header value as escaped
+    text (hex when not UTF-8) cut at VALUE_WIDTH, the full length in the type column;
+    `full` the whole of them.
+    """
     out = []
     for m in messages:
         d: dict[str, Any] = {"direction": m.direction}
@@ -347,8 +423,13 @@ def message_tree(messages: list[Message]) -> dict[str, Any]:
             if v is not None:
                 d[name] = v
         if m.key is not None:
-            d["key"] = _printable(m.key)
+            if values == "none":
+                d["key_size"] = len(m.key)
+            else:
+                d["key"] = shown_bytes(m.key, values)
         d["value_size"] = m.value_size
+        if m.value is not None and values != "none":
+            d["value"] = shown_bytes(m.value, values)
         if m.timestamp_ms is not None:
             d["timestamp"] = (
                 datetime.fromtimestamp(m.timestamp_ms / 1000, tz=timezone.utc)
@@ -358,7 +439,10 @@ def message_tree(messages: list[Message]) -> dict[str, Any]:
                 else m.timestamp_ms
             )
         if m.headers:
-            d["headers"] = {k: (_printable(v) if v is not None else None) for k, v in m.headers}
+            d["headers"] = {
+                k: None if v is None else len(v) if values == "none" else shown_bytes(v, values)
+                for k, v in m.headers
+            }
         if m.compression:
             d["compression"] = m.compression
         if m.checksum_ok is not None:
@@ -369,16 +453,8 @@ def message_tree(messages: list[Message]) -> dict[str, Any]:
     return {f"messages ({len(messages)})": out}
 
 
-def _printable(b: bytes) -> str | bytes:
-    try:
-        s = b.decode("utf-8")
-    except UnicodeDecodeError:
-        return b
-    return s if s.isprintable() else b
-
-
-def detail_lines(f: Frame) -> Iterator[TreeLine]:
-    """The whole detail of a frame: header facts, fields, messages, anomalies."""
+def detail_lines(f: Frame, values: str = "short") -> Iterator[TreeLine]:
+    """The whole detail of a frame: header facts, fields, messages (keys and values per `values`), anomalies."""
     head = {
         "frame": {
             "protocol": f.protocol,
@@ -401,12 +477,12 @@ def detail_lines(f: Frame) -> Iterator[TreeLine]:
     yield TreeLine(0, "fields", "", "struct")
     yield from tree(f.fields, "", 1)
     if f.messages:
-        yield from tree(message_tree(f.messages))
+        yield from tree(message_tree(f.messages, values))
     if f.anomalies:
         yield TreeLine(0, f"anomalies ({len(f.anomalies)})", "", "list")
         for a in f.anomalies:
             at = f" @ byte {a.offset}" if a.offset is not None else ""
-            yield TreeLine(1, a.kind, json.dumps(a.detail + at, ensure_ascii=False), "")
+            yield TreeLine(1, a.kind, scalar_text(a.detail + at), "")
 
 
 def plain_tree_line(t: TreeLine) -> str:

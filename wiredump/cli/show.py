@@ -5,17 +5,22 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich.text import Text
 
-from wiredump.cli.app import Captures, DecodeAs, app, make_options
+from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, app, make_options
+from wiredump.cli.escape import escape
 from wiredump.cli.output import Out
-from wiredump.cli.render import mark_names
+from wiredump.cli.render import plural
 from wiredump.cli.source import Run, annotate
 from wiredump.cli.timeline import (
     Color,
     Filter,
     TimelineOptions,
     TimelinePrinter,
+    Values,
+    check_values,
     compile_or_exit,
+    mark_fields_or_fail,
     marks_or_fail,
 )
 from wiredump.dissect.pipeline import FRAME
@@ -53,6 +58,7 @@ def show(
     ] = None,
     display_filter: Filter = None,
     decode_as: DecodeAs = None,
+    values: Values = "short",
     color: Color = None,
 ) -> None:
     wanted = set(packet)
@@ -62,7 +68,8 @@ def show(
         detail=True,
         hex=hex_,
         marks=marks_or_fail(mark),
-        mark_fields=mark_names(mark),
+        mark_fields=mark_fields_or_fail(mark),
+        values=check_values(values),
     )
     run = Run(captures, make_options(decode_as, keep_bytes=hex_))
     out = Out(color)
@@ -70,19 +77,32 @@ def show(
     found: set[int] = set()
     parts_of: dict[int, list[int]] = {}  # wanted packet -> packets completing frames it carries part of
     started = False
+    named = False
+    counts: dict[str, int] = {}  # capture -> packets it holds (once read to its end)
+    truncated: list[str] = []
     for item in annotate(run.events()):
         ev = item.ev
         if not started:
+            named = False
             printer.clock.start(run.info.first_ts_us)
+            if opts.filter is not None:
+                opts.filter.start_capture(run.info.first_ts_us)
             started = True
         if ev.kind == "capture_end":
             started = False
+            counts[ev.obj.name] = ev.obj.packets
+            if ev.obj.truncated:
+                truncated.append(f"{ev.obj.name}: capture is truncated: {ev.obj.truncated}")
             if len(captures) == 1:
                 break
         if ev.kind != FRAME:
             continue
         f = ev.obj
         if f.packet in wanted and (opts.filter is None or opts.filter.matches(f, ev.capture)):
+            if not named:  # which capture the frames below come from
+                head = f"==> {escape(ev.capture)} <=="
+                out.line(head, lambda head=head: Text(head, "bold"))
+                named = True
             printer.frame(f, ev.capture, item)
             found.add(f.packet)
             continue
@@ -100,8 +120,12 @@ def show(
             break
     printer.finish()
     missing = sorted(wanted - found)
+    beyond = bool(counts) and len(counts) == len(captures)
     for n in missing:
-        if n in parts_of:
+        if beyond and all(n > c for c in counts.values()):
+            held = "; ".join(f"{escape(name)} has {plural(c, 'packet')}" for name, c in counts.items())
+            typer.echo(f"wiredump: no packet #{n}: {held}", err=True)
+        elif n in parts_of:
             later = ", ".join(f"#{p}" for p in sorted(set(parts_of[n])))
             typer.echo(
                 f"wiredump: packet #{n} carries part of the frame completed in {later}: show that packet",
@@ -112,5 +136,9 @@ def show(
                 f"wiredump: no frame completes in packet #{n} (a frame shows in the packet that carries its last byte)",
                 err=True,
             )
+    for t in truncated:
+        typer.echo(f"wiredump: {t}", err=True)
+    if truncated or (beyond and any(all(n > c for c in counts.values()) for n in missing)):
+        raise typer.Exit(EXIT_INPUT)
     if missing:
         raise typer.Exit(1)

@@ -11,6 +11,7 @@ first two, and `annotate` holds a frame back only until that verdict is known.
 
 from __future__ import annotations
 
+import heapq
 import os
 import sys
 import time
@@ -37,10 +38,12 @@ STREAM_BREAKS = frozenset({"gap", "resync"})
 
 
 class Progress:
-    """A one-line progress bar on stderr (bytes read of the total), redrawn at most 10 times a second.
+    """A one-line progress bar on stderr: share of the bytes read, packets, MB/s and the time left.
 
-    Hidden unless stderr is a terminal, and always in CI (`CI=true`), so logs and
-    pipes never see it.
+    Redrawn at most 10 times a second. Hidden unless stderr is a terminal, and always
+    in CI (`CI=true`), so logs and pipes never see it. The total is the captures' size
+    on disk (unknown for stdin: then no bar). Output written to the same terminal first
+    calls `clear`, and the next update draws the bar again below it.
     """
 
     def __init__(self, total: int, enabled: bool) -> None:
@@ -61,6 +64,23 @@ class Progress:
         except (AttributeError, ValueError):
             return False
 
+    def line(self, pos: int, packets: int, now: float) -> str:
+        """The bar for `pos` bytes of the current capture read and `packets` packets so far."""
+        read = self.done + pos
+        frac = min(1.0, read / self.total)
+        width = 30
+        fill = int(frac * width)
+        elapsed = max(now - self.started, 1e-6)
+        rate = read / elapsed
+        eta = ""
+        if 0 < frac < 1 and elapsed >= 1:
+            left = int((self.total - read) / max(rate, 1e-6))
+            eta = f"  ETA {left // 3600}:{left // 60 % 60:02d}:{left % 60:02d}"
+        return (
+            f"[{'#' * fill}{'.' * (width - fill)}] {frac * 100:5.1f}%  {packets:,} packets  "
+            f"{rate / 1e6:,.1f} MB/s{eta}"
+        )
+
     def update(self, pos: int, packets: int) -> None:
         if not self.enabled:
             return
@@ -69,23 +89,23 @@ class Progress:
             return
         self.last = now
         self.packets = packets
-        frac = min(1.0, (self.done + pos) / self.total)
-        width = 30
-        fill = int(frac * width)
-        rate = packets / max(now - self.started, 1e-6)
-        line = f"\r[{'#' * fill}{'.' * (width - fill)}] {frac * 100:5.1f}%  {packets:,} packets  {rate:,.0f} pkt/s "
-        sys.stderr.write(line)
+        sys.stderr.write("\r" + self.line(pos, packets, now).ljust(78) + " ")
         sys.stderr.flush()
         self.drawn = True
 
     def finish_file(self, size: int) -> None:
         self.done += size
 
-    def close(self) -> None:
+    def clear(self) -> None:
+        """Wipe the bar (before other output goes to the same terminal); the next update redraws it."""
         if self.enabled and self.drawn:
-            sys.stderr.write("\r" + " " * 78 + "\r")
+            sys.stderr.write("\r" + " " * 80 + "\r")
             sys.stderr.flush()
             self.drawn = False
+            self.last = 0.0
+
+    def close(self) -> None:
+        self.clear()
 
 
 class PacketTimes:
@@ -97,8 +117,9 @@ class PacketTimes:
 
     WINDOW = 1 << 20
 
-    def __init__(self) -> None:
-        self._ring = array("q", bytes(8 * self.WINDOW))
+    def __init__(self, window: int = WINDOW) -> None:
+        self.WINDOW = window
+        self._ring = array("q", bytes(8 * window))
         self.count = 0
         self.first: int | None = None
 
@@ -118,7 +139,7 @@ class PacketTimes:
 class _TrackedReader:
     """A CaptureReader look-alike that remembers each packet's time and reports progress."""
 
-    def __init__(self, reader: CaptureReader, progress: Progress, times: PacketTimes) -> None:
+    def __init__(self, reader: CaptureReader, progress: Progress, times: PacketTimes | None) -> None:
         self._reader = reader
         self.name = reader.name
         self._progress = progress
@@ -134,10 +155,16 @@ class _TrackedReader:
 
     def __iter__(self) -> Iterator[Record]:
         times = self._times
-        append = times.append
         progress = self._progress
         reader = self._reader
         enabled = progress.enabled
+        if times is None:  # progress only
+            for rec in reader:
+                if enabled and not rec.number & 1023:
+                    progress.update(reader.bytes_read, rec.number)
+                yield rec
+            return
+        append = times.append
         for rec in reader:
             # Packet numbers are 1-based and contiguous (skipped records still count).
             while times.count < rec.number - 1:
@@ -154,6 +181,8 @@ class CaptureInfo:
 
     name: str
     times: PacketTimes = field(default_factory=PacketTimes)
+    packets: int = 0
+    """Packets the capture holds, once its end is read."""
 
     @property
     def first_ts_us(self) -> int | None:
@@ -164,9 +193,15 @@ class CaptureInfo:
 
 
 class Run:
-    """Every event of every capture, with per-capture packet times and an optional progress bar."""
+    """Every event of every capture, with per-capture packet times and an optional progress bar.
 
-    def __init__(self, paths: list[str], options: Options, progress: bool = False) -> None:
+    Commands that never look up a packet's time (export, check, baseline) pass
+    `times=False` and get only the progress bar.
+    """
+
+    def __init__(
+        self, paths: list[str], options: Options, progress: bool = False, times: bool = True
+    ) -> None:
         self.paths = paths
         self.options = options
         sizes = []
@@ -177,14 +212,15 @@ class Run:
                 sizes.append(0)
         self.sizes = sizes
         self.progress = Progress(sum(sizes), progress and sum(sizes) > 0)
-        self.info = CaptureInfo("")
+        self.info = CaptureInfo("", PacketTimes(1))
+        self.times = times
 
     def events(self) -> Iterator[Event]:
         try:
             for path, size in zip(self.paths, self.sizes, strict=True):
                 reader = open_capture(path)
-                self.info = CaptureInfo(reader.name)
-                tracked = _TrackedReader(reader, self.progress, self.info.times)
+                self.info = CaptureInfo(reader.name, PacketTimes() if self.times else PacketTimes(1))
+                tracked = _TrackedReader(reader, self.progress, self.info.times if self.times else None)
                 yield from dissect_capture(tracked, self.options)  # type: ignore[arg-type]
                 self.progress.finish_file(size)
         finally:
@@ -283,3 +319,43 @@ def annotate(events: Iterable[Event]) -> Iterator[Item]:
         if head.reply is _PENDING:
             head.reply = None
         yield head
+
+
+# -- line order ------------------------------------------------------------------------------------
+REORDER_WINDOW = 256
+"""Lines the timeline keeps to put a late one in its packet's place (see `in_packet_order`)."""
+
+
+def in_packet_order(items: Iterable[Item], window: int = REORDER_WINDOW) -> Iterator[Item]:
+    """The frames and anomalies of `items` sorted by their packet number within a window.
+
+    The pipeline hands out events in the order it learns them. A few are learnt after
+    later packets were read: a frame TCP can deliver only once a retransmission fills a
+    hole or a gap is declared, a resync found some packets after the gap it follows, an
+    out-of-order note. Keeping up to `window` lines and always printing the one with the
+    smallest packet number puts each of those in its place when it comes at most
+    `window` lines late; later than that it is printed where it is found. Exchanges pass
+    straight through (nothing prints them); any other event (a connection's totals, the
+    end of a capture) first lets out everything kept. `window` 0 keeps nothing (`-l`).
+    """
+    if window <= 0:
+        yield from items
+        return
+    heap: list[tuple[int, int, Item]] = []
+    seq = 0
+    push, pop = heapq.heappush, heapq.heappop
+    for item in items:
+        kind = item.ev.kind
+        if kind == FRAME or kind == ANOMALY:
+            push(heap, (item.ev.obj.packet, seq, item))
+            seq += 1
+            if len(heap) > window:
+                yield pop(heap)[2]
+        elif kind == EXCHANGE:
+            yield item
+        else:
+            while heap:
+                yield pop(heap)[2]
+            yield item
+    while heap:
+        yield pop(heap)[2]

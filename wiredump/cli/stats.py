@@ -19,8 +19,16 @@ from rich.table import Table
 from rich.text import Text
 
 from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, app, make_options
+from wiredump.cli.escape import escape
 from wiredump.cli.output import Out
-from wiredump.cli.render import PROTOCOL_STYLES, format_latency, plain_table, short_latency
+from wiredump.cli.render import (
+    PROTOCOL_STYLES,
+    endpoint,
+    format_latency,
+    plain_table,
+    plural,
+    short_latency,
+)
 from wiredump.cli.source import Progress, Run
 from wiredump.cli.timeline import Color, Filter, ProgressOpt, compile_or_exit
 from wiredump.dissect.filter import DisplayFilter
@@ -35,8 +43,8 @@ def _lat(v: int | None) -> str:
 
 
 def _errors(t: dict[str, Any]) -> str:
-    parts = [f"{name}×{n}" for name, n in t["errors"].items()]
-    parts += [f"{name}×{n}" for name, n in t["statuses"].items()]
+    parts = [f"{escape(name)}×{n}" for name, n in t["errors"].items()]
+    parts += [f"{escape(name)}×{n}" for name, n in t["statuses"].items()]
     return ", ".join(parts) if parts else "-"
 
 
@@ -57,7 +65,7 @@ def type_rows(result: dict[str, Any], fmt: Callable[[int | None], str] = _lat) -
         rows.append(
             [
                 t["protocol"],
-                t["type"],
+                escape(t["type"]),
                 str(t["frames"]),
                 str(t["bytes"]),
                 _errors(t),
@@ -71,21 +79,31 @@ def type_rows(result: dict[str, Any], fmt: Callable[[int | None], str] = _lat) -
     return rows
 
 
+def shown_endpoint(host_port: str) -> str:
+    """`host:port` of the stats document as the terminal writes it (`[::1]:9092` for IPv6)."""
+    host, _, port = host_port.rpartition(":")
+    return endpoint(host, int(port)) if port.isdigit() else host_port
+
+
 def one_host(result: dict[str, Any]) -> str | None:
     """The host every connection runs between (loopback captures), else None."""
-    hosts = {e.rpartition(":")[0] for c in result["connections"] for e in (c["client"], c["server"])}
+    hosts = {
+        shown_endpoint(e).rpartition(":")[0]
+        for c in result["connections"]
+        for e in (c["client"], c["server"])
+    }
     return hosts.pop() if len(hosts) == 1 else None
 
 
 def conn_rows(result: dict[str, Any], multi: bool, ports_only: bool = False) -> list[list[str]]:
     rows = []
     for c in result["connections"]:
-        stream = f"{os.path.basename(c['capture'])}:{c['stream']}" if multi else str(c["stream"])
+        stream = f"{escape(os.path.basename(c['capture']))}:{c['stream']}" if multi else str(c["stream"])
         rows.append(
             [
                 stream,
-                c["client"].rpartition(":")[2] if ports_only else c["client"],
-                c["server"].rpartition(":")[2] if ports_only else c["server"],
+                c["client"].rpartition(":")[2] if ports_only else shown_endpoint(c["client"]),
+                c["server"].rpartition(":")[2] if ports_only else shown_endpoint(c["server"]),
                 c["protocol"] or "-",
                 str(c["frames"]),
                 str(c["bytes"]),
@@ -119,14 +137,20 @@ def histogram_lines(result: dict[str, Any], width: int, bar_char: str) -> list[t
     return out
 
 
+def _size(n: int) -> str:
+    """`512 bytes`, `1 byte`, `68.8 KB`: a unit once, never `KB bytes`."""
+    return plural(n, "byte") if n < 10_000 else _human_bytes(n)
+
+
 def _summary_line(result: dict[str, Any]) -> str:
     tot = result["totals"]
     caps = result["captures"]
     packets = sum(c["packets"] for c in caps)
     return (
-        f"{len(caps)} capture{'s' if len(caps) != 1 else ''}, {packets} packets, {tot['frames']} frames, "
-        f"{_human_bytes(tot['bytes'])} bytes, {tot['messages']} messages\n"
-        f"{tot['connections']} connections, {tot['anomalies']} anomalies, {tot['unanswered']} unanswered requests"
+        f"{plural(len(caps), 'capture')}, {plural(packets, 'packet')}, {plural(tot['frames'], 'frame')}, "
+        f"{_size(tot['bytes'])}, {plural(tot['messages'], 'message')}\n"
+        f"{plural(tot['connections'], 'connection')}, {plural(tot['anomalies'], 'anomaly', 'anomalies')}, "
+        f"{plural(tot['unanswered'], 'unanswered request')}"
     )
 
 

@@ -7,7 +7,6 @@ table's rows instead, `-Y` keeps the frames a display filter matches.
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from collections.abc import Iterable
@@ -18,9 +17,12 @@ import typer
 from rich.text import Text
 
 from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, UsageError, app, make_options
+from wiredump.cli.columns import ColumnsError, FieldColumns, parse_options
+from wiredump.cli.notes import CaptureNotes
 from wiredump.cli.output import Out
 from wiredump.cli.render import (
     TIME_FORMATS,
+    VALUES,
     Clock,
     detail_lines,
     field_marks,
@@ -36,7 +38,8 @@ from wiredump.cli.render import (
     rich_line,
     rich_tree_line,
 )
-from wiredump.cli.source import Item, Progress, Run, annotate
+from wiredump.cli.source import REORDER_WINDOW, Item, Progress, Run, annotate, in_packet_order
+from wiredump.dissect.fields import FieldContext
 from wiredump.dissect.filter import DisplayFilter, FilterError, compile_filter
 from wiredump.dissect.model import Anomaly, Frame
 from wiredump.dissect.pipeline import ANOMALY, CAPTURE_END, FRAME
@@ -48,6 +51,7 @@ SHOWN_ANOMALIES = frozenset(
         "oversize_frame",
         "truncated_capture",
         "truncated_packet",
+        "bad_timestamp",
         "overlap_conflict",
         "undecodable",
         "midstream",
@@ -55,7 +59,7 @@ SHOWN_ANOMALIES = frozenset(
 )
 """Anomalies without a frame shown by default; the rest (retransmission, out_of_order…) with -A."""
 
-FORMATS = ("text", "json", "jsonl")
+FORMATS = ("text", "json", "jsonl", "fields")
 
 # -- shared option declarations (show, follow and stats reuse them) -------------------------------
 Filter = Annotated[
@@ -63,7 +67,9 @@ Filter = Annotated[
     typer.Option(
         "-Y",
         "--filter",
-        help="Display filter over the frame columns, e.g. -Y 'protocol == kafka && latency_us > 10ms'. "
+        help="Display filter over the frame columns and any decoded field by the protocol's own name "
+        "(wiredump fields lists them), e.g. -Y 'protocol == kafka && latency_us > 10ms', "
+        "-Y 'kafka.topic == \"orders\" && kafka.partition == 3', -Y 'frame.time_relative > 1.5'. "
         "Operators: == != < <= > >= ~ (regex) contains, in {a b 1..5}, && || ! and parentheses; "
         "a bare column (e.g. -Y error) keeps frames where it is set. Columns: the frames table's "
         "(protocol, type, kind, status, error, error_code, latency_us, stream, packet, version, "
@@ -81,6 +87,23 @@ Color = Annotated[
         "E.g. --no-color.",
     ),
 ]
+Values = Annotated[
+    str,
+    typer.Option(
+        "--values",
+        help="With -V (and in show): each message's key, value and header values — none (sizes only), "
+        "short (escaped text, hex when binary, cut at 64 characters with the full length shown; the "
+        "default) or full. E.g. -V --values full.",
+    ),
+]
+
+
+def check_values(values: str) -> str:
+    if values not in VALUES:
+        raise UsageError(f"--values takes none, short or full, not {values!r}")
+    return values
+
+
 ProgressOpt = Annotated[
     bool,
     typer.Option(
@@ -91,10 +114,10 @@ ProgressOpt = Annotated[
 ]
 
 
-def compile_or_exit(text: str | None) -> DisplayFilter | None:
+def compile_or_exit(text: str | None, ctx: FieldContext | None = None) -> DisplayFilter | None:
     """The compiled filter; on a mistake the message with a caret on stderr and exit 2."""
     try:
-        return compile_filter(text)
+        return compile_filter(text, ctx)
     except FilterError as e:
         typer.echo(f"wiredump: {e.render()}", err=True)
         raise typer.Exit(EXIT_INPUT) from None
@@ -111,6 +134,10 @@ class TimelineOptions:
     all_anomalies: bool = False
     marks: list[tuple[int, int]] = field(default_factory=list)
     mark_fields: list[str] = field(default_factory=list)
+    columns: FieldColumns | None = None
+    """-T fields: the -e columns."""
+    values: str = "short"
+    """-V: how much of each message's key and value (`--values none|short|full`)."""
 
 
 class TimelinePrinter:
@@ -122,10 +149,17 @@ class TimelinePrinter:
         self.clock = Clock(opts.time)
         self.shown = 0
         self.truncated: list[str] = []
+        self.notes = CaptureNotes(summarise_snap=not opts.all_anomalies)
+        self.said: list[str] = []
+        """End-of-capture notes (no broker traffic, snap-length summary) for stderr."""
         self._json_first = True
 
     def frame(self, f: Frame, capture: str, item: Item) -> None:
         out, opts = self.out, self.opts
+        if opts.columns is not None:
+            # values are escaped by the columns; the separator may be a tab, which Out would escape
+            sys.stdout.write(opts.columns.row(f, capture) + "\n")
+            return
         if opts.fmt != "text":
             self._json(f, capture)
             return
@@ -143,7 +177,7 @@ class TimelinePrinter:
 
     def detail(self, f: Frame) -> None:
         out = self.out
-        for t in detail_lines(f):
+        for t in detail_lines(f, self.opts.values):
             if out.rich:
                 out.line("", lambda t=t: rich_tree_line(t), wrap=True)
             else:
@@ -174,9 +208,9 @@ class TimelinePrinter:
             self.out.line(plain_anomaly(a, time))
 
     def _json(self, f: Frame, capture: str) -> None:
-        from wiredump.dissect.tables import frame_row, json_row
+        from wiredump.cli.jsonout import frame_json
 
-        text = json.dumps(json_row("frames", frame_row(f, capture)), ensure_ascii=False)
+        text = frame_json(f, capture, self.opts.detail)
         if self.opts.fmt == "jsonl":
             sys.stdout.write(text + "\n")
             return
@@ -193,13 +227,22 @@ class TimelinePrinter:
         flt = opts.filter
         started = False
         show_anomalies = opts.fmt == "text" and flt is None
+        if opts.columns is not None and opts.columns.opts.header:
+            sys.stdout.write(opts.columns.header() + "\n")
         if opts.count is not None and opts.count <= 0:
             return
+        notes = self.notes
         for item in items:
             ev = item.ev
             kind = ev.kind
+            if notes.feed(ev):
+                continue  # a snap-length note: summarised at the capture's end
             if not started:
                 self.clock.start(run.info.first_ts_us)
+                if flt is not None:
+                    flt.start_capture(run.info.first_ts_us)
+                if opts.columns is not None:
+                    opts.columns.ctx.start_capture(run.info.first_ts_us)
                 started = True
                 if len(run.paths) > 1 and opts.fmt == "text":
                     head = f"==> {run.info.name} <=="
@@ -219,6 +262,7 @@ class TimelinePrinter:
                         self.anomaly(a, run.info.packet_ts(a.packet))
             elif kind == CAPTURE_END:
                 started = False
+                self.said += notes.end(ev, ev.obj.name if len(run.paths) > 1 else None)
                 if ev.obj.truncated:
                     self.truncated.append(f"{ev.obj.name}: capture is truncated: {ev.obj.truncated}")
 
@@ -231,8 +275,31 @@ def check_time(time: str) -> str:
 
 def check_format(fmt: str) -> str:
     if fmt not in FORMATS:
-        raise UsageError(f"-T takes text, json or jsonl, not {fmt!r}")
+        raise UsageError(f"-T takes text, json, jsonl or fields, not {fmt!r}")
     return fmt
+
+
+def mark_fields_or_fail(marks: list[str] | None) -> list[str]:
+    """The `--mark` names of fields, each checked against the declared fields' keys.
+
+    A name matches a decoded field whose path ends with it (`client_id`,
+    `topic_data.0.name`); one that no protocol declares would mark nothing, silently.
+    """
+    import difflib
+
+    from wiredump.dissect.fields import registry
+
+    names = mark_names(marks)
+    if not names:
+        return names
+    keys = {k.rsplit("/", 1)[-1] for d in registry().values() for k in d.keys}
+    for name in names:
+        last = [p for p in name.split(".") if not p.isdigit()][-1:] or [name]
+        if last[0] not in keys:
+            close = difflib.get_close_matches(last[0], sorted(keys), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else " (see `wiredump fields`)"
+            raise UsageError(f"--mark {name!r}: no decoded field is called {last[0]!r}{hint}")
+    return names
 
 
 def marks_or_fail(marks: list[str] | None) -> list[tuple[int, int]]:
@@ -322,6 +389,37 @@ def timeline(
             "0 or 1 (default) = one process. Pays off with many comparable connections. E.g. --workers 2.",
         ),
     ] = 0,
+    fields_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "-e",
+            "--field",
+            help="With -T fields: a column to print, a frame column (type, latency_us…) or any declared "
+            "field (frame.number, kafka.topic, pulsar.producer_name; see 'wiredump fields'), "
+            "e.g. -T fields -e frame.number -e kafka.client_id (repeatable).",
+        ),
+    ] = None,
+    field_options: Annotated[
+        list[str] | None,
+        typer.Option(
+            "-E",
+            "--field-option",
+            help="With -T fields, as tshark's -E: header=y|n, separator=/t|/s|C, occurrence=f|l|a, "
+            "aggregator=,|/s|C, quote=d|s|n; e.g. -E header=y,separator=, (repeatable).",
+        ),
+    ] = None,
+    write: Annotated[
+        str | None,
+        typer.Option(
+            "-w",
+            "--write",
+            help="Write the packets of the frames the filter keeps (every packet that carried one of "
+            "their bytes, the request a kept response answers, and each connection's handshake) to a "
+            "pcap file in the capture's link type and time precision; nothing is printed. "
+            "E.g. -Y 'kafka.topic == orders' -w orders.pcap.",
+        ),
+    ] = None,
+    values: Values = "short",
     color: Color = None,
     progress: ProgressOpt = True,
 ) -> None:
@@ -334,8 +432,19 @@ def timeline(
             sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
         except (AttributeError, ValueError):
             pass
+    ctx = FieldContext()
+    if fields_ and fmt == "text":
+        fmt = "fields"  # -e alone means -T fields
+    columns = None
+    if fmt == "fields":
+        try:
+            columns = FieldColumns(list(fields_ or []), parse_options(field_options), ctx)
+        except ColumnsError as e:
+            raise UsageError(str(e)) from None
+    elif fields_ or field_options:
+        raise UsageError("-e and -E go with -T fields")
     opts = TimelineOptions(
-        filter=compile_or_exit(display_filter),
+        filter=compile_or_exit(display_filter, ctx),
         count=count,
         detail=verbose,
         hex=hex_,
@@ -343,18 +452,37 @@ def timeline(
         time=check_time(time),
         all_anomalies=all_anomalies or verbose,
         marks=marks_or_fail(mark),
-        mark_fields=mark_names(mark),
+        mark_fields=mark_fields_or_fail(mark),
+        columns=columns,
+        values=check_values(values),
     )
+    if write is not None:
+        from wiredump.cli.pcapwrite import write_matching
+
+        write_matching(captures, write, opts.filter, make_options(decode_as), progress)
+        return
     options = make_options(decode_as, keep_bytes=hex_)
     # Lines show counts, not each message: skip per-message decoding unless the field tree
     # or the filter looks at messages (a word test: at worst it keeps decoding on).
-    options.messages = verbose or bool(display_filter and re.search(r"\b(topic|messages)\b", display_filter))
+    options.messages = (
+        verbose
+        or bool(display_filter and re.search(r"\b(topic|messages)\b", display_filter))
+        or bool(opts.filter and opts.filter.needs_messages)
+        or bool(columns and columns.needs_messages)
+    )
     out = Out(color if fmt == "text" else False)
     show_progress = progress and not out.rich and Progress.wanted() and not sys.stdout.isatty()
     from wiredump.cli import parallel
 
     n = workers or parallel.auto_workers(captures)
-    if n > 1 and not out.rich and fmt in ("text", "jsonl") and time != "d" and not line_buffered:
+    if (
+        n > 1
+        and not out.rich
+        and fmt in ("text", "jsonl")
+        and time != "d"
+        and not line_buffered
+        and not (opts.filter and opts.filter.uses_time)
+    ):
         job = parallel.Job(
             captures=list(captures),
             options=options,
@@ -366,6 +494,7 @@ def timeline(
             all_anomalies=opts.all_anomalies,
             marks=opts.marks,
             mark_fields=opts.mark_fields,
+            values=opts.values,
             shard=(0, n),
             progress=show_progress,
         )
@@ -382,9 +511,12 @@ def timeline(
     run = Run(captures, options, progress=show_progress)
     printer = TimelinePrinter(out, opts)
     try:
-        printer.run(run, annotate(run.events()))
+        window = 0 if line_buffered else REORDER_WINDOW  # -l: each line as soon as it is known
+        printer.run(run, in_packet_order(annotate(run.events()), window))
     finally:
         printer.finish()
+    for t in printer.said:
+        typer.echo(f"wiredump: {t}", err=True)
     for t in printer.truncated:
         typer.echo(f"wiredump: {t}", err=True)
     if printer.truncated:

@@ -15,6 +15,18 @@ Packet numbers count every packet record of the file from 1, as Wireshark does, 
 that `packet` columns can be compared with tshark even when some records are skipped
 (pcapng interfaces of an unsupported link type). Timestamps are exact integers in
 microseconds whatever the file's resolution.
+
+A time the sinks cannot represent (outside years 1–9999 UTC, the range of Python's
+`datetime` and well inside Arrow's int64 microseconds) comes from a hostile or broken
+file: a pcapng interface with an `if_tsoffset` of 2^62 s, an `if_tsresol` of seconds with
+a 2^40 s timestamp. Such a record is still yielded whole, with the **last good time of the
+capture** (0 when no packet before it had one, as for Simple Packet Blocks, which carry no
+time) and `Record.ts_note` saying what was wrong; the pipeline turns the note into a
+`bad_timestamp` anomaly on that packet. The previous time is chosen over a null so that
+every consumer (reassembly, hold-back windows, latency) keeps an integer that never moves
+backwards because of the bad record. A classic pcap record whose fraction is a second or
+more (impossible in the format) keeps the time it spells (seconds plus the fraction carried
+over) and gets the same anomaly.
 """
 
 from __future__ import annotations
@@ -40,6 +52,10 @@ GZIP_OUT_CHUNK = 1 << 20
 """Most bytes one gzip step may inflate to, so a compression bomb cannot blow up memory."""
 MAX_RECORD = 16 << 20
 """A record claiming more than this is treated as corruption, not buffered."""
+TS_MIN_US = -62_135_596_800_000_000
+"""0001-01-01T00:00:00Z in microseconds: the earliest time every sink can represent."""
+TS_MAX_US = 253_402_300_799_999_999
+"""9999-12-31T23:59:59.999999Z in microseconds: the latest time every sink can represent."""
 
 PCAP_MAGIC_US = 0xA1B2C3D4
 PCAP_MAGIC_NS = 0xA1B23C4D
@@ -81,6 +97,7 @@ class Record:
     linktype: int  # LINKTYPE value of the record's interface
     data: bytes  # captured bytes, whole even when longer than 65,535
     orig_len: int  # length on the wire (> len(data) when the snap length cut it)
+    ts_note: str | None = None  # why the file's time was unusable (ts_us is then the last good time)
 
 
 def _refill(buf: bytes, pos: int, need: int, chunks: Iterator[bytes]) -> bytes:
@@ -212,6 +229,28 @@ def _ts_scale(resol: int) -> tuple[int, int, int]:
     if n <= 6:
         return 10 ** (6 - n), 1, 0
     return 1, 10 ** (n - 6), 0
+
+
+def _pcap_fraction_note(sec: int, frac: int, nano: bool) -> str:
+    """The anomaly text for a classic pcap record whose sub-second part is a second or more.
+
+    Both fields are unsigned 32-bit, so the sum is always representable: the time is kept
+    as spelled and only the impossible fraction is reported.
+    """
+    unit = "ns" if nano else "µs"
+    top = "999999999" if nano else "999999"
+    return (
+        f"timestamp fraction {frac} {unit} is beyond a second (at most {top}): "
+        f"the time is {sec} s plus that fraction"
+    )
+
+
+def _time_note(t_us: int, iface: int, desc: str) -> str:
+    """The anomaly text for a pcapng packet whose time falls outside years 1–9999."""
+    return (
+        f"packet time is not representable: interface {iface} ({desc}) puts it at {t_us // 1_000_000} s"
+        " from 1970, outside years 1-9999; the capture's last good time is used"
+    )
 
 
 class CaptureReader:
@@ -377,7 +416,11 @@ class CaptureReader:
                     if end > n:
                         break
                     number += 1
-                    yield rec(number, sec * 1_000_000 + frac // 1000, lt, buf[start:end], orig)
+                    if frac < 1_000_000_000:
+                        yield rec(number, sec * 1_000_000 + frac // 1000, lt, buf[start:end], orig)
+                    else:
+                        note = _pcap_fraction_note(sec, frac, True)
+                        yield rec(number, sec * 1_000_000 + frac // 1000, lt, buf[start:end], orig, note)
                     pos = end
             else:
                 while pos <= limit:
@@ -387,7 +430,11 @@ class CaptureReader:
                     if end > n:
                         break
                     number += 1
-                    yield rec(number, sec * 1_000_000 + frac, lt, buf[start:end], orig)
+                    if frac < 1_000_000:
+                        yield rec(number, sec * 1_000_000 + frac, lt, buf[start:end], orig)
+                    else:
+                        note = _pcap_fraction_note(sec, frac, False)
+                        yield rec(number, sec * 1_000_000 + frac, lt, buf[start:end], orig, note)
                     pos = end
             self.records = number
             # Need more bytes: the next header, or the rest of a record.
@@ -423,8 +470,10 @@ class CaptureReader:
         u32 = struct.Struct("<I")
         bhdr = struct.Struct("<II")
         epb = struct.Struct("<IIIII")
-        # per interface: (linktype, mult, div, shift, offset_us, snaplen)
-        ifaces: list[tuple[int, int, int, int, int, int]] = []
+        # per interface: (linktype, mult, div, shift, offset_us, snaplen, description of its clock)
+        ifaces: list[tuple[int, int, int, int, int, int, str]] = []
+        ts_min, ts_max = TS_MIN_US, TS_MAX_US
+        last_ts = 0  # the last representable time, given to a packet whose own time is not
         supported = SUPPORTED_LINKTYPES
         rec = Record
         max_block = MAX_RECORD
@@ -435,14 +484,20 @@ class CaptureReader:
                 if btype == 6 and 32 <= blen <= max_block and not blen & 3 and pos + blen <= n:
                     ifid, hi, lo, caplen, origlen = epb.unpack_from(buf, pos + 8)
                     if ifid < len(ifaces) and caplen <= blen - 32:
-                        lt, mult, div, shift, offset_us, _snap = ifaces[ifid]
+                        lt, mult, div, shift, offset_us, _snap, desc = ifaces[ifid]
                         if lt in supported:
                             number += 1
                             ts = (hi << 32) | lo
                             if mult != 1 or shift or div != 1:
                                 ts = ((ts * mult) >> shift) // div
+                            ts += offset_us
                             start = pos + 28
-                            yield rec(number, ts + offset_us, lt, buf[start : start + caplen], origlen)
+                            if ts_min <= ts <= ts_max:
+                                last_ts = ts
+                                yield rec(number, ts, lt, buf[start : start + caplen], origlen)
+                            else:
+                                note = _time_note(ts, ifid, desc)
+                                yield rec(number, last_ts, lt, buf[start : start + caplen], origlen, note)
                             pos += blen
                             continue
                 if btype == PCAPNG_SHB:
@@ -474,7 +529,7 @@ class CaptureReader:
                         self.truncated = f"packet {number} names interface {ifid}, which was never described"
                         self.records = number - 1
                         return
-                    lt, mult, div, shift, offset_us, _snap = ifaces[ifid]
+                    lt, mult, div, shift, offset_us, _snap, desc = ifaces[ifid]
                     if lt not in supported:
                         self.skipped_unknown_link += 1
                     else:
@@ -484,7 +539,12 @@ class CaptureReader:
                             return
                         ts = (hi << 32) | lo
                         ts_us = ((ts * mult) >> shift) // div + offset_us
-                        yield Record(number, ts_us, lt, buf[pos + 28 : pos + 28 + caplen], origlen)
+                        data = buf[pos + 28 : pos + 28 + caplen]
+                        if ts_min <= ts_us <= ts_max:
+                            last_ts = ts_us
+                            yield Record(number, ts_us, lt, data, origlen)
+                        else:
+                            yield Record(number, last_ts, lt, data, origlen, _time_note(ts_us, ifid, desc))
                 elif btype == BT_SPB:
                     number += 1
                     if blen < 16:
@@ -495,7 +555,7 @@ class CaptureReader:
                         self.truncated = f"packet {number} names interface 0, which was never described"
                         self.records = number - 1
                         return
-                    lt, mult, div, shift, offset_us, snap = ifaces[0]
+                    lt, mult, div, shift, offset_us, snap, desc = ifaces[0]
                     if lt not in supported:
                         self.skipped_unknown_link += 1
                     else:
@@ -503,7 +563,7 @@ class CaptureReader:
                         caplen = min(origlen, blen - 16)
                         if snap:
                             caplen = min(caplen, snap)
-                        yield Record(number, 0, lt, buf[pos + 12 : pos + 12 + caplen], origlen)
+                        yield Record(number, 0, lt, buf[pos + 12 : pos + 12 + caplen], origlen)  # no time
                 elif btype == BT_PB:
                     number += 1
                     if blen < 32:
@@ -516,7 +576,7 @@ class CaptureReader:
                         self.truncated = f"packet {number} names interface {ifid}, which was never described"
                         self.records = number - 1
                         return
-                    lt, mult, div, shift, offset_us, _snap = ifaces[ifid]
+                    lt, mult, div, shift, offset_us, _snap, desc = ifaces[ifid]
                     if lt not in supported:
                         self.skipped_unknown_link += 1
                     else:
@@ -525,7 +585,12 @@ class CaptureReader:
                             self.records = number - 1
                             return
                         ts_us = ((((hi << 32) | lo) * mult) >> shift) // div + offset_us
-                        yield Record(number, ts_us, lt, buf[pos + 28 : pos + 28 + caplen], origlen)
+                        data = buf[pos + 28 : pos + 28 + caplen]
+                        if ts_min <= ts_us <= ts_max:
+                            last_ts = ts_us
+                            yield Record(number, ts_us, lt, data, origlen)
+                        else:
+                            yield Record(number, last_ts, lt, data, origlen, _time_note(ts_us, ifid, desc))
                 elif btype == BT_IDB:
                     if blen < 20:
                         self.truncated = f"corrupt pcapng interface block after packet {number}"
@@ -564,8 +629,16 @@ class CaptureReader:
                     )
                 return
 
-    def _parse_idb(self, buf: bytes, pos: int, blen: int, endian: str) -> tuple[int, int, int, int, int, int]:
-        """Link type, timestamp scale and snap length of an Interface Description Block."""
+    def _parse_idb(
+        self, buf: bytes, pos: int, blen: int, endian: str
+    ) -> tuple[int, int, int, int, int, int, str]:
+        """Link type, timestamp scale, snap length and a description of the clock of an Interface
+        Description Block.
+
+        Any `if_tsresol` byte is accepted (10^-0 … 10^-127 s, 2^-0 … 2^-127 s) and any signed
+        64-bit `if_tsoffset`: the arithmetic is on Python integers, so nothing overflows here;
+        a time that lands outside what the sinks can hold is caught per packet.
+        """
         lt, _res, snap = struct.unpack_from(endian + "HHI", buf, pos + 8)
         resol = 6
         offset_s = 0
@@ -584,7 +657,9 @@ class CaptureReader:
                 offset_s = struct.unpack_from(endian + "q", buf, p)[0]
             p += (olen + 3) & ~3
         mult, div, shift = _ts_scale(resol)
-        return (lt, mult, div, shift, offset_s * 1_000_000, snap)
+        unit = f"2^-{resol & 0x7F}" if resol & 0x80 else f"10^-{resol}"
+        desc = f"if_tsresol {resol}: units of {unit} s, if_tsoffset {offset_s} s"
+        return (lt, mult, div, shift, offset_s * 1_000_000, snap, desc)
 
     @property
     def gzipped(self) -> bool:

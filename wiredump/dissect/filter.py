@@ -14,9 +14,18 @@ A filter names the columns of the frames table (plus a few conveniences such as
 Semantics, chosen to match Wireshark's: a comparison with a column that has no
 value (null) is false, whichever the operator (so `error_code != 0` keeps only frames
 that carry an error code other than 0); a multi-valued column (`topic`, `anomaly`)
-matches when any of its values does. A bare word on the right of an operator is a
+matches when any of its values does, except `!=`, which (as in Wireshark 3.6+) is
+`!(… == …)` on a frame that has the field: none of its values is equal. A bare word on the right of an operator is a
 string (`type == Produce`). Numbers may carry a time unit (`us`, `ms`, `s`) that turns
 them into microseconds.
+
+Beyond the columns, a filter may name any declared field (`wiredump fields` lists
+them): `frame.*`/`tcp.stream` by tshark's names and each protocol's own fields, e.g.
+`kafka.topic == "orders" && kafka.partition == 3`, `pulsar.producer_name`,
+`kafka.error == NOT_LEADER_OR_FOLLOWER`, `frame.time_relative > 1.5`. A field with
+several values in a frame matches when any value does (tshark's semantics); a bare
+field is true when the frame has it. `matches` (or `~`) runs a linear-time regular
+expression engine (`saferegex`): no pattern can hang the run.
 
 Compiling checks everything it can (unknown columns, a string compared with a number
 column, a bad regular expression) and raises `FilterError` with the position of the
@@ -31,7 +40,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from wiredump.dissect import fielddecl
+from wiredump.dissect.fields import TIME_FIELDS, FieldContext, closest, registry
 from wiredump.dissect.model import Frame
+from wiredump.dissect.saferegex import SafeRegex, UnsupportedPattern
 
 MAX_DEPTH = 64
 """Nesting bound for parentheses and `not`, so a hostile filter cannot exhaust the stack."""
@@ -53,6 +65,7 @@ class FilterError(ValueError):
 
 # -- columns -------------------------------------------------------------------------------------
 INT, FLOAT, STR = "int", "float", "str"
+BOOL, BYTES, NONE = fielddecl.BOOL, fielddecl.BYTES, fielddecl.NONE
 
 Getter = Callable[[Frame, str], Any]
 
@@ -108,6 +121,37 @@ class Column:
     get: Getter
     multi: bool = False
     help: str = ""
+    value_names: dict[str, int] | None = None
+    """Declared fields only: names a literal may use for a number (upper-cased name → value)."""
+    seconds: bool = False
+    """A time in seconds: a literal with a unit (2ms) is converted to seconds."""
+    messages: bool = False
+    """Reading it needs per-message decoding."""
+
+
+def declared_column(name: str, ctx: FieldContext) -> Column | None:
+    """A column for a declared field (`kafka.topic`), its extractor compiled in `ctx`; None if unknown."""
+    decl = registry().get(name)
+    if decl is None:
+        return None
+    get = ctx.extractor(decl)
+    if decl.type == BYTES:
+        raw = get
+
+        def get(f: Frame) -> list[Any]:  # bytes compare as text (UTF-8, undecodable bytes kept as escapes)
+            return [v.decode("utf-8", "surrogateescape") if isinstance(v, bytes) else v for v in raw(f)]
+
+    names = {v.upper(): k for k, v in decl.value_names.items()} if decl.value_names else None
+    return Column(
+        decl.name,
+        decl.type,
+        lambda f, c, get=get: get(f),
+        multi=True,
+        help=decl.description,
+        value_names=names,
+        seconds=decl.name in TIME_FIELDS,
+        messages=decl.message is not None,
+    )
 
 
 def _columns() -> dict[str, Column]:
@@ -301,11 +345,13 @@ Node = Compare | Present | Not | BoolOp
 
 
 class _Parser:
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, ctx: FieldContext | None = None) -> None:
         self.text = text
         self.tokens = tokenize(text)
         self.i = 0
         self.depth = 0
+        self.ctx = ctx if ctx is not None else FieldContext()
+        self.used: list[Column] = []
 
     def peek(self) -> Token:
         return self.tokens[self.i]
@@ -381,11 +427,16 @@ class _Parser:
         raise self.error(f"expected a column name, found {self.describe(tok)}", tok)
 
     def field(self, tok: Token) -> Field:
-        col = COLUMNS.get(tok.text) or COLUMNS.get(tok.text.lower())
+        col = COLUMNS.get(tok.text) or COLUMNS.get(tok.text.lower()) or declared_column(tok.text, self.ctx)
         if col is None:
+            if "." in tok.text:
+                near = closest(tok.text)
+                hint = f"; did you mean {near!r}?" if near else " (wiredump fields lists them)"
+                raise self.error(f"unknown field {tok.text!r}{hint}", tok)
             close = difflib.get_close_matches(tok.text.lower(), list(COLUMNS), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(sorted(COLUMNS))})"
             raise self.error(f"unknown column {tok.text!r}{hint}", tok)
+        self.used.append(col)
         return Field(col, tok.pos)
 
     def parse_comparison(self, fld: Field) -> Node:
@@ -400,6 +451,12 @@ class _Parser:
             return Present(fld)
         self.next()
         op = tok.text
+        if fld.column.type == NONE:
+            raise self.error(
+                f"{fld.column.name} is a structure, not a value: test it alone (-Y {fld.column.name}) "
+                "or compare a field inside it",
+                tok,
+            )
         if op == "in":
             return Compare(fld, "in", self.parse_set(fld))
         value = self.literal(fld, op, tok)
@@ -437,24 +494,45 @@ class _Parser:
             raise self.error(f"expected a value after {op_tok.text!r}, found {self.describe(tok)}", tok)
         col = fld.column
         value = tok.value
-        if col.type in (INT, FLOAT) and op not in ("~", "contains"):
+        if col.type == BOOL and op not in ("~", "contains"):
+            word = str(tok.value).lower()
+            if word in ("true", "1"):
+                value = True
+            elif word in ("false", "0"):
+                value = False
+            else:
+                raise self.error(f"{col.name} is true or false (1 or 0), {tok.text} is not", tok)
+        elif col.type in (INT, FLOAT) and op not in ("~", "contains"):
             if tok.kind != "number":
-                raise self.error(f"{col.name} is a number, {tok.text} is not", tok)
-        elif col.type == STR and tok.kind == "number":
+                named = col.value_names.get(str(value).upper()) if col.value_names else None
+                if named is not None:
+                    value = named
+                elif col.value_names:
+                    near = difflib.get_close_matches(str(value).upper(), list(col.value_names), n=1)
+                    hint = f"; did you mean {near[0]}?" if near else ""
+                    raise self.error(f"{tok.text} is not a known value of {col.name}{hint}", tok)
+                else:
+                    raise self.error(f"{col.name} is a number, {tok.text} is not", tok)
+            elif col.seconds:
+                if tok.text.rstrip("0123456789.eE+-").lower().endswith("s"):
+                    value = value / 1_000_000  # the tokenizer turned the unit into microseconds
+        elif col.type in (STR, BYTES) and tok.kind == "number":
             value = tok.text  # compare text columns with the number as written
         if op == "~":
             try:
-                value = re.compile(str(value))
+                value = SafeRegex(str(value))
             except re.error as e:
                 raise self.error(f"bad regular expression: {e}", tok) from None
+            except UnsupportedPattern as e:
+                raise self.error(f"regular expression: {e}", tok) from None
         elif op == "contains":
             value = str(value)
         return Literal(value, tok.text, tok.pos)
 
 
-def parse(text: str) -> Node:
+def parse(text: str, ctx: FieldContext | None = None) -> Node:
     """The AST of a filter, or FilterError."""
-    return _Parser(text).parse()
+    return _Parser(text, ctx).parse()
 
 
 # -- interpreter -----------------------------------------------------------------------------------
@@ -473,7 +551,7 @@ def _compare_one(op: str, values: tuple[Literal | Range, ...]) -> Callable[[Any]
     v = lit.value
     if op == "~":
         search = v.search
-        return lambda x: search(x if isinstance(x, str) else str(x)) is not None
+        return lambda x: bool(search(x if isinstance(x, str) else str(x)))
     if op == "contains":
         return lambda x: v in (x if isinstance(x, str) else str(x))
     if op == "==":
@@ -515,6 +593,15 @@ def _build(node: Node) -> Predicate:
             return False
 
     if col.multi:
+        if node.op == "!=":
+            # tshark (3.6+): `a != b` is `!(a == b)` on a frame that has the field: no value equals b
+            equal = _compare_one("==", node.values)
+
+            def none_equal(f: Frame, c: str) -> bool:
+                values = get(f, c)
+                return bool(values) and not any(equal(x) for x in values)
+
+            return none_equal
         return lambda f, c: any(safe(x) for x in get(f, c))
 
     def pred(f: Frame, c: str) -> bool:
@@ -525,25 +612,40 @@ def _build(node: Node) -> Predicate:
 
 
 class DisplayFilter:
-    """A compiled filter: `matches(frame, capture)` is True for the frames to show."""
+    """A compiled filter: `matches(frame, capture)` is True for the frames to show.
 
-    def __init__(self, text: str) -> None:
+    `ctx` is the run's field context, shared with `-e` columns; `start_capture` must be
+    called when each capture starts for `frame.time_relative` (else the first frame's
+    time is the origin).
+    """
+
+    def __init__(self, text: str, ctx: FieldContext | None = None) -> None:
         self.text = text
-        self.ast = parse(text)
+        self.ctx = ctx if ctx is not None else FieldContext()
+        parser = _Parser(text, self.ctx)
+        self.ast = parser.parse()
+        self.needs_messages = any(c.messages or c.name in ("topic", "messages") for c in parser.used)
+        """True when the filter reads per-message values: the run must decode messages."""
+        self.uses_time = any(c.seconds for c in parser.used)
+        """True when the filter reads frame times relative to the capture or the previous frame."""
         self._pred = _build(self.ast)
 
+    def start_capture(self, first_ts_us: int | None) -> None:
+        self.ctx.start_capture(first_ts_us)
+
     def matches(self, frame: Frame, capture: str = "") -> bool:
+        self.ctx.observe(frame)
         return self._pred(frame, capture)
 
     def __repr__(self) -> str:
         return f"DisplayFilter({self.text!r})"
 
 
-def compile_filter(text: str | None) -> DisplayFilter | None:
+def compile_filter(text: str | None, ctx: FieldContext | None = None) -> DisplayFilter | None:
     """None for no filter, else the compiled filter (FilterError on a mistake)."""
     if text is None:
         return None
-    return DisplayFilter(text)
+    return DisplayFilter(text, ctx)
 
 
 def column_help() -> Iterator[str]:

@@ -5,7 +5,11 @@ directions: it buffers only up to the frame length the session declares (never
 beyond the protocol's maximum), maps every frame back to the packets that carried
 its first and last byte, reports skipped bytes when it resynchronises, turns bytes
 cut by a gap or by the end of the stream into a `truncated` frame, and shields the
-rest of the capture from any decoder bug.
+rest of the capture from any decoder bug: an exception raised by the session's
+`frame_length`, `resync`, `decode` or `close` is an `internal_error` anomaly (see
+`internal`), never "not a frame" or "malformed". A frame whose decode raised is kept, as
+an undecoded frame of status `undecodable` (its bytes are real; wiredump could not read
+them), carrying the `internal_error`.
 """
 
 from __future__ import annotations
@@ -13,9 +17,9 @@ from __future__ import annotations
 from collections import deque
 from typing import Protocol
 
+from wiredump.dissect import internal
 from wiredump.dissect.model import (
     CLIENT,
-    MALFORMED,
     OK,
     SERVER,
     TRUNCATED,
@@ -23,6 +27,7 @@ from wiredump.dissect.model import (
     Exchange,
     Frame,
 )
+from wiredump.dissect.model import UNDECODABLE as UNDECODABLE_STATUS
 from wiredump.dissect.protocols.base import (
     NEED_MORE,
     NOT_A_FRAME,
@@ -41,6 +46,10 @@ RESYNC_STEP = 16 * 1024
 EAGER_RESYNC = 4096
 """Up to this many bytes, a resynchronising direction is scanned again whenever the other side
 speaks (cheap, and keeps answers behind their requests); beyond it, the doubling rule."""
+MAX_INTERNAL_REPORTS = 64
+"""Internal errors of framing and resync reported one by one per connection; past this
+one more anomaly at the end counts the rest (a session that raises on every call would
+otherwise report once per segment). Errors in decode each belong to their frame."""
 
 _FRAMING, _RESYNC, _DEAD = 0, 1, 2
 
@@ -64,6 +73,7 @@ class _Direction:
         "skip_from",
         "dead_bytes",
         "scanned",
+        "skip_why",
     )
 
     def __init__(self, role: str) -> None:
@@ -78,6 +88,7 @@ class _Direction:
         self.skip_from = 0  # packet where the skipped run began
         self.dead_bytes = 0
         self.scanned = 0  # bytes the last fruitless resync looked at
+        self.skip_why = ""  # why the current skipped run began, when it is not garbage
 
 
 class ConnectionFramer:
@@ -97,6 +108,7 @@ class ConnectionFramer:
         self.frames = 0
         self._dirs = {CLIENT: _Direction(CLIENT), "server": _Direction("server")}
         self._last_packet = 0
+        self._internal_errors = 0
         ctx.report = self._report
 
     # -- input -----------------------------------------------------------------------------
@@ -143,6 +155,7 @@ class ConnectionFramer:
         d.mode = _RESYNC
         d.skipped = 0
         d.skip_from = packet
+        d.skip_why = ""
         d.scanned = 0
 
     def finish(self) -> None:
@@ -153,6 +166,15 @@ class ConnectionFramer:
             self._emit(f)
         for ex in self.ctx.correlator.close():
             self.out.exchange(ex)
+        if self._internal_errors > MAX_INTERNAL_REPORTS:
+            self._report(
+                Anomaly(
+                    internal.INTERNAL_ERROR,
+                    f"internal error: {self._internal_errors - MAX_INTERNAL_REPORTS} more internal errors "
+                    f"in {self.spec.name} on this connection (only the first {MAX_INTERNAL_REPORTS} "
+                    "are reported one by one)",
+                )
+            )
 
     # -- engine ------------------------------------------------------------------------------
     def _run(self, d: _Direction) -> None:
@@ -175,7 +197,9 @@ class ConnectionFramer:
             if not n:
                 try:
                     n = session.frame_length(buf, pos, role)
-                except Exception:
+                except Exception as e:  # a session bug: reported, then the bytes are skipped
+                    self._internal(e, "frame_length", d, d.base + pos)
+                    d.skip_why = f"after an internal error in {self.spec.name}.frame_length"
                     n = NOT_A_FRAME
                 if n == NEED_MORE:
                     if avail > MAX_HEADER_WAIT:
@@ -228,7 +252,9 @@ class ConnectionFramer:
         avail = len(buf) - pos
         try:
             at = self.session.resync(buf, pos, d.role)
-        except Exception:
+        except Exception as e:  # a session bug: reported; no frame start is trusted in these bytes
+            self._internal(e, "resync", d, d.base + pos)
+            d.skip_why = f"after an internal error in {self.spec.name}.resync"
             at = None
         if at is None or at < pos or at >= len(buf):
             keep = min(avail, RESYNC_KEEP)
@@ -248,8 +274,15 @@ class ConnectionFramer:
         try:
             frames = self.session.decode(data, d.role, complete)
         except Exception as e:  # a decoder bug must not cost the rest of the capture
+            # The bytes are a real frame (framing found it); wiredump failed to read them.
             f = Frame(protocol=self.spec.name, type="?", type_code=-1)
-            f.flag(MALFORMED, "malformed", f"decoder error: {type(e).__name__}: {e}")
+            f.status = UNDECODABLE_STATUS
+            f.summary = f"not decoded: internal error ({type(e).__name__})"
+            f.anomalies.append(
+                internal.internal_error(
+                    e, "decode", self.spec.name, f"the {d.role} frame at stream offset {start}", 0
+                )
+            )
             frames = [f]
         for i, f in enumerate(frames):
             f.role = d.role
@@ -305,10 +338,22 @@ class ConnectionFramer:
     def _call_close(self) -> list[Frame]:
         try:
             return self.session.close()
-        except Exception:
+        except Exception as e:  # a session bug: reported; the frames it held are lost
+            # Once per connection: reported even past MAX_INTERNAL_REPORTS.
+            self._report(internal.internal_error(e, "close", self.spec.name, "the end of the connection"))
             return []
 
     # -- bookkeeping -------------------------------------------------------------------------
+    def _internal(self, e: Exception, function: str, d: _Direction, offset: int) -> None:
+        where = f"{d.role} bytes at stream offset {offset}"
+        a = internal.internal_error(e, function, self.spec.name, where)
+        self._count_internal(a, self._packet_at(d, offset))
+
+    def _count_internal(self, a: Anomaly, packet: int | None = None) -> None:
+        self._internal_errors += 1
+        if self._internal_errors <= MAX_INTERNAL_REPORTS:
+            self._report(a, packet)
+
     def _skip(self, d: _Direction, n: int) -> None:
         if not d.skipped:
             d.skip_from = self._packet_at(d, d.base + d.pos)
@@ -319,13 +364,10 @@ class ConnectionFramer:
         if not d.skipped:
             return
         where = "until the stream ended" if ended else f"resynchronised at stream offset {d.base + d.pos}"
-        self._report(
-            Anomaly(
-                "resync", f"skipped {d.skipped} {d.role} bytes that are not {self.spec.name} frames; {where}"
-            ),
-            d.skip_from,
-        )
+        what = d.skip_why or f"that are not {self.spec.name} frames"
+        self._report(Anomaly("resync", f"skipped {d.skipped} {d.role} bytes {what}; {where}"), d.skip_from)
         d.skipped = 0
+        d.skip_why = ""
 
     def _report(self, a: Anomaly, packet: int | None = None) -> None:
         a.packet = a.packet or packet or self._last_packet

@@ -17,12 +17,13 @@ from typing import Any
 
 from wiredump.dissect.capture import CaptureReader, open_capture
 from wiredump.dissect.correlation import Correlator
+from wiredump.dissect.detection import EARLY_TRIES, HOLD_TOTAL, Decision, Detector, Held, other
 from wiredump.dissect.framing import ConnectionFramer
 from wiredump.dissect.limits import Limits
 from wiredump.dissect.model import Anomaly, ConnectionSummary, Exchange, Frame
 from wiredump.dissect.packet import parse_tcp
 from wiredump.dissect.protocols import all_protocols
-from wiredump.dissect.protocols.base import ConnContext, ProtocolSpec
+from wiredump.dissect.protocols.base import MIN_CONFIDENCE, ConnContext, ProtocolSpec
 from wiredump.dissect.tcp import Connection, TcpReassembler
 
 FRAME, ANOMALY, EXCHANGE, CONNECTION, CAPTURE_END = (
@@ -96,32 +97,26 @@ class _Capture:
                     f"unknown protocol {proto!r} in decode-as (known: {', '.join(self.protocols)})"
                 )
             self.decode_as[port] = self.protocols[proto]
-        self.port_map: dict[int, ProtocolSpec] = {}
-        for spec in self.protocols.values():
-            for port in spec.ports:
-                self.port_map.setdefault(port, spec)
-        self.server_ports = frozenset(self.port_map) | frozenset(self.decode_as)
+        self.detector = Detector(self.protocols, self.decode_as)
+        self.server_ports = self.detector.server_ports
+        self.tcp: TcpReassembler | None = None
+        """The capture's reassembler: detection swaps a connection's roles through it."""
+        self.parked: list[tuple[Connection, Held, Decision]] = []
+        """Closed connections no protocol was recognised on, waiting for their port to be learned."""
+        self.waiting: dict[int, int] = {}
+        """Stream → first packet of each connection whose bytes detection holds (parked ones too):
+        frames from that packet on wait in `held` so that its frames, once decided, keep packet order."""
+        self.replayed: list[Frame] | None = None
+        self.holding: dict[int, Connection] = {}
+        """Open connections whose first bytes detection holds, by stream."""
         self.ready: deque[Event] = deque()
         self.held: deque[Frame] = deque()
         self.held_bytes = 0
         self.now_us = 0
+        self.run_state: dict[str, object] = {}
+        """What the capture's sessions share (`ConnContext.run_state`): made anew for every capture."""
 
-    # -- protocol choice -------------------------------------------------------------------
-    def _choose(self, conn: Connection, role: str, data: bytes) -> ProtocolSpec | None:
-        for port in (conn.server_port, conn.client_port):
-            if port in self.decode_as:
-                return self.decode_as[port]
-        for port in (conn.server_port, conn.client_port):
-            if port in self.port_map:
-                return self.port_map[port]
-        for spec in self.protocols.values():
-            try:
-                if spec.sniff(data, role):
-                    return spec
-            except Exception:
-                continue
-        return None
-
+    # -- protocol choice (see detection.py) ----------------------------------------------------
     def owns(self, stream: int | None) -> bool:
         shard = self.options.shard
         if shard is None:
@@ -130,17 +125,179 @@ class _Capture:
             return shard[0] == 0
         return stream % shard[1] == shard[0]
 
-    def _framer(self, conn: Connection, role: str, data: bytes) -> ConnectionFramer | None:
-        user = conn.user
-        if user is not None:
-            return user or None  # False: no protocol claimed this connection
-        if not self.owns(conn.stream):
-            conn.user = False
-            return None
-        spec = self._choose(conn, role, data)
-        if spec is None:
-            conn.user = False
-            return None
+    def _start(self, conn: Connection, packet: int) -> bool:
+        """A connection's first delivery: decide by its ports, or hold its bytes for detection.
+
+        True when the roles were swapped (the delivery's role is the other one then).
+        Every connection goes through detection, also those another worker decodes, so
+        that the ports it teaches are the same in every worker.
+        """
+        if self.parked or self.holding:
+            self._expire()
+        decision = self.detector.by_port(conn)
+        if decision is None:
+            conn.user = Held()
+            self.waiting[conn.stream] = packet
+            self.holding[conn.stream] = conn
+            return False
+        return self._apply(conn, decision)
+
+    def _apply(self, conn: Connection, decision: Decision) -> bool:
+        if decision.swap and self.tcp is not None:
+            self.tcp.swap_roles(conn)
+        spec = decision.spec
+        if spec is not None and spec.shares_run_state and not self.owns(conn.stream):
+            conn.user = self._framer(conn, spec, observe=True)  # another worker's: it only teaches run_state
+        elif spec is None or not self.owns(conn.stream):
+            conn.user = False  # undecoded, or another worker's
+        else:
+            conn.user = self._framer(conn, spec)
+            conn.protocol = spec.name
+        return decision.swap
+
+    def _hold(self, conn: Connection, held: Held, role: str, data: bytes, packet: int, ts_us: int) -> None:
+        if held.given_up:
+            self._late(conn, held, role, data, packet, ts_us)
+            return
+        turn = held.add(role, data, packet, ts_us)
+        self.detector.held_total += len(data)
+        if held.full() or self.detector.held_total > HOLD_TOTAL:
+            self._decide(conn, held, final=True)
+        elif turn and held.tries < EARLY_TRIES:
+            held.tries += 1
+            self._decide(conn, held, final=False)
+
+    def _decide(self, conn: Connection, held: Held, final: bool, closing: bool = False) -> None:
+        """Choose from the held bytes (or wait, when not `final`), then replay them as they came.
+
+        Undecided at the end of an open connection's hold: nothing more is held, and it is
+        decoded from its next delivery on if its port is learned later. Undecided when it
+        closes, with bytes some protocol partly matched: they wait (within HOLD_TOTAL, and
+        `hold_us` of capture time) for a later connection on its port to be detected.
+        """
+        decision = self.detector.by_bytes(conn, held, final)
+        if decision is None:
+            return
+        self.holding.pop(conn.stream, None)
+        if decision.spec is None:
+            if closing and decision.best is not None and self.detector.held_total <= HOLD_TOTAL:
+                self.parked.append((conn, held, decision))
+            else:
+                self.waiting.pop(conn.stream, None)
+                self.detector.held_total -= held.give_up()
+                self._undecoded(conn, held, decision)
+                if closing:
+                    conn.user = False
+            return
+        self.detector.held_total -= held.size
+        self.waiting.pop(conn.stream, None)
+        if decision.swap:
+            held.swap()
+        self._apply(conn, decision)
+        framer = conn.user
+        if isinstance(framer, ConnectionFramer):
+            self.replayed = []
+            try:
+                for role, data, packet, ts_us in held.items:
+                    if isinstance(data, int):
+                        framer.gap(role, data, packet, ts_us)
+                    else:
+                        framer.feed(role, data, packet, ts_us)
+            finally:
+                self._merge_replayed()
+        if decision.learned is not None and self.parked:
+            self._unpark()
+
+    def _late(self, conn: Connection, held: Held, role: str, data: bytes, packet: int, ts_us: int) -> None:
+        """A delivery of a connection given up on: decoded if its port was learned since."""
+        decision = self.detector.by_port(conn)
+        if decision is None:
+            held.dropped[role] += len(data)
+            return
+        if decision.swap:
+            held.swap()
+            role = other(role)
+        self._apply(conn, decision)
+        if isinstance(conn.user, ConnectionFramer):
+            self.on_anomaly(
+                Anomaly(
+                    "undecoded",
+                    f"{held.what()} sent before the port was known to carry {decision.spec.name} "  # type: ignore[union-attr]
+                    "(detected on another connection) were not decoded",
+                    packet=packet,
+                    stream=conn.stream,
+                )
+            )
+            conn.user.feed(role, data, packet, ts_us)
+
+    def _unpark(self) -> None:
+        """Closed connections whose port was just learned: decode what they held."""
+        still = []
+        for conn, held, undecided in self.parked:
+            decision = self.detector.by_port(conn)
+            if decision is None:
+                still.append((conn, held, undecided))
+                continue
+            self._decide(conn, held, final=True)
+            self.on_close(conn)
+        self.parked = still
+
+    def _undecoded(self, conn: Connection, held: Held, decision: Decision) -> None:
+        """Report a connection no protocol was recognised on (none when nothing looked like one)."""
+        if decision.best is None:
+            return
+        name, score = decision.best
+        self.on_anomaly(
+            Anomaly(
+                "undecoded",
+                f"{held.what()} not decoded: no protocol recognised with confidence "
+                f"(best {name}, {score} of the {MIN_CONFIDENCE} needed); decode-as (-d PORT={name}) decides",
+                packet=held.first_packet,
+                stream=conn.stream,
+            )
+        )
+
+    def _merge_replayed(self) -> None:
+        """Put the frames a replay made among the held ones, in packet order (see `waiting`)."""
+        frames, self.replayed = self.replayed or [], None
+        if not frames:
+            return
+        merged: deque[Frame] = deque()
+        held = self.held
+        i = 0
+        for f in held:  # each list keeps its own order; a replayed frame goes before later packets
+            while i < len(frames) and frames[i].packet < f.packet:
+                merged.append(frames[i])
+                i += 1
+            merged.append(f)
+        merged.extend(frames[i:])
+        self.held = merged
+
+    def _expire(self, everything: bool = False) -> None:
+        """Parked connections closed longer ago than `hold_us` of capture time (or all) stay undecoded,
+        and open connections held that long are decided with what they sent: waiting longer would
+        hold every later frame back (see `waiting`)."""
+        limit = self.now_us - self.options.hold_us
+        for conn in [c for c in self.holding.values() if c.user.first_ts_us < limit]:  # type: ignore[union-attr]
+            self._decide(conn, conn.user, final=True)  # type: ignore[arg-type]
+        still = []
+        for conn, held, undecided in self.parked:
+            if everything or conn.last_ts_us < limit:
+                self.waiting.pop(conn.stream, None)
+                self.detector.held_total -= held.size
+                self._undecoded(conn, held, undecided)
+                conn.user = False
+            else:
+                still.append((conn, held, undecided))
+        self.parked = still
+
+    def end(self) -> None:
+        """End of the capture: the connections still waiting for their port stay undecoded."""
+        self._expire(everything=True)
+        self.waiting.clear()
+
+    def _framer(self, conn: Connection, spec: ProtocolSpec, observe: bool = False) -> ConnectionFramer:
+        """The connection's framer; `observe`: its session only learns run state, its output is dropped."""
         ctx = ConnContext(
             capture=self.name,
             stream=conn.stream,
@@ -150,27 +307,55 @@ class _Capture:
             server_port=conn.server_port,
             correlator=Correlator(conn.stream, spec.name, self.limits.max_pending_requests),
             limits=self.limits,
-            options={"show_secrets": self.options.show_secrets, "messages": self.options.messages},
+            options={
+                "show_secrets": self.options.show_secrets,
+                "messages": self.options.messages,
+                "observe": observe,
+            },
+            run_state=self.run_state,
         )
-        framer = ConnectionFramer(spec, spec.new_session(ctx), ctx, self, keep_bytes=self.options.keep_bytes)
-        conn.user = framer
-        conn.protocol = spec.name
-        return framer
+        out = _DISCARD if observe else self
+        return ConnectionFramer(spec, spec.new_session(ctx), ctx, out, keep_bytes=self.options.keep_bytes)
 
     # -- StreamListener ----------------------------------------------------------------------
     def on_data(self, conn: Connection, role: str, data: bytes, packet: int, ts_us: int) -> None:
-        framer = self._framer(conn, role, data)
-        if framer is not None:
-            framer.feed(role, data, packet, ts_us)
+        user = conn.user
+        if user is None:
+            if self._start(conn, packet):
+                role = other(role)
+            user = conn.user
+        if isinstance(user, Held):
+            self._hold(conn, user, role, data, packet, ts_us)
+        elif user:
+            user.feed(role, data, packet, ts_us)  # type: ignore[attr-defined]
 
     def on_gap(self, conn: Connection, role: str, size: int, packet: int, ts_us: int) -> None:
-        if conn.user:
-            conn.user.gap(role, size, packet, ts_us)
+        user = conn.user
+        if user is None:
+            if self._start(conn, packet):
+                role = other(role)
+            user = conn.user
+        if isinstance(user, Held):
+            if user.given_up:
+                return
+            user.add_gap(role, size, packet, ts_us)
+            if user.full():
+                self._decide(conn, user, final=True)
+        elif user:
+            user.gap(role, size, packet, ts_us)  # type: ignore[attr-defined]
 
     def on_close(self, conn: Connection) -> None:
+        held = conn.user
+        if isinstance(held, Held):
+            if held.given_up:
+                conn.user = False
+            else:
+                self._decide(conn, held, final=True, closing=True)
+            if isinstance(conn.user, Held):
+                return  # parked: waits for its port to be learned
         if conn.user:
-            conn.user.finish()
-            conn.frames = conn.user.frames
+            conn.user.finish()  # type: ignore[attr-defined]
+            conn.frames = conn.user.frames  # type: ignore[attr-defined]
             conn.user = False  # release the session's state
 
     def on_anomaly(self, anomaly: Anomaly) -> None:
@@ -180,7 +365,10 @@ class _Capture:
 
     # -- framing Output ----------------------------------------------------------------------
     def frame(self, frame: Frame) -> None:
-        self.held.append(frame)
+        if self.replayed is not None:
+            self.replayed.append(frame)
+        else:
+            self.held.append(frame)
         self.held_bytes += frame.length
 
     def anomaly(self, anomaly: Anomaly) -> None:
@@ -191,27 +379,72 @@ class _Capture:
 
     # -- ordering ----------------------------------------------------------------------------
     def release(self, final: bool = False) -> Iterator[Event]:
+        """The events that may leave now, in packet order as far as the hold bounds allow.
+
+        Frames leave in the order they completed, except that a request waiting for its
+        response holds back every frame after it (within `hold_frames`, `hold_bytes` and
+        `hold_us`). Events without a frame (`ready`: gaps, resyncs, TCP events, exchanges)
+        are interleaved with the held frames: an anomaly goes out before the first frame
+        that completes in a later or the same packet, so that a gap line comes before the
+        frames it breaks. What is learnt only after later packets were read (a frame TCP
+        delivers once a retransmission or a declared gap fills its hole, a resync found
+        some packets after its gap) leaves when it is learnt; the timeline puts such lines
+        back in place within a window (`cli.source.in_packet_order`, docs/terminal.md).
+        """
         held = self.held
+        ready = self.ready
         limit_ts = self.now_us - self.options.hold_us
         max_frames, max_bytes = self.options.hold_frames, self.options.hold_bytes
+        barrier = min(self.waiting.values()) if self.waiting else None
         while held:
             f = held[0]
             if (
-                f.awaiting
+                (f.awaiting or (barrier is not None and f.packet >= barrier))
                 and not final
                 and len(held) <= max_frames
                 and self.held_bytes <= max_bytes
                 and f.ts_us >= limit_ts
             ):
                 break
+            while ready and (ready[0].kind != ANOMALY or ready[0].obj.packet <= f.packet):
+                yield ready.popleft()
             held.popleft()
             self.held_bytes -= f.length
             yield Event(FRAME, f, self.name)
             for a in f.anomalies:
                 yield Event(ANOMALY, a, self.name, f)
-        ready = self.ready
+        first = held[0].packet if held else None
         while ready:
+            ev = ready[0]
+            if (
+                first is not None
+                and ev.kind == ANOMALY
+                and ev.obj.packet > first
+                and len(ready) <= MAX_READY_HELD
+            ):
+                break
             yield ready.popleft()
+
+
+MAX_READY_HELD = 65_536
+"""Anomalies kept waiting behind held frames at most; past that they go out of order rather than
+grow without bound (the frames themselves are held only within `hold_frames`/`hold_bytes`/`hold_us`)."""
+
+
+class _Discard:
+    """The output of an observing framer (see `ProtocolSpec.shares_run_state`): nothing is kept."""
+
+    def frame(self, frame: Frame) -> None:
+        pass
+
+    def anomaly(self, anomaly: Anomaly) -> None:
+        pass
+
+    def exchange(self, exchange: Exchange) -> None:
+        pass
+
+
+_DISCARD = _Discard()
 
 
 def _summary(conn: Connection) -> ConnectionSummary:
@@ -237,7 +470,7 @@ def _summary(conn: Connection) -> ConnectionSummary:
 def dissect_capture(reader: CaptureReader, options: Options) -> Iterator[Event]:
     """Every event of one opened capture, in order."""
     cap = _Capture(reader.name, options)
-    tcp = TcpReassembler(cap, cap.limits, cap.server_ports)
+    tcp = cap.tcp = TcpReassembler(cap, cap.limits, cap.server_ports)
     packets = 0
     for rec in reader:
         packets = rec.number
@@ -256,11 +489,19 @@ def dissect_capture(reader: CaptureReader, options: Options) -> Iterator[Event]:
                     cap.name,
                 )
             )
+        if rec.ts_note is not None and cap.owns(None):
+            # The reader gave the packet the capture's last good time; say so on the packet.
+            cap.ready.append(
+                Event(
+                    ANOMALY, Anomaly("bad_timestamp", rec.ts_note, packet=rec.number, stream=None), cap.name
+                )
+            )
         if seg is not None:
             tcp.segment(seg, rec.number, rec.ts_us)
         if cap.ready or cap.held:
             yield from cap.release()
     tcp.finish()
+    cap.end()
     if reader.truncated and cap.owns(None):
         cap.ready.append(
             Event(ANOMALY, Anomaly("truncated_capture", reader.truncated, packet=packets), cap.name)

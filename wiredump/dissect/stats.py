@@ -9,7 +9,9 @@ Sources, chosen so the numbers equal what the exported tables give:
 frames and bytes per type come from frame events (`frames` table: count, sum of
 `length`); latency, unanswered and no-request counts from exchange events
 (`exchanges` table, keyed by the request's type); connections from connection
-events; anomaly counts from every anomaly event (`anomalies` table).
+events; anomaly counts from every anomaly event (`anomalies` table). An `internal_error`
+(a wiredump bug caught by the framing engine's shield) is counted whatever the display
+filter, and totalled apart (`totals.internal_errors`): a bug is never filtered out of sight.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from wiredump.dissect.internal import INTERNAL_ERROR
 from wiredump.dissect.model import ConnectionSummary, Exchange, Frame
 
 QUANTILES = {"p50": 0.50, "p90": 0.90, "p99": 0.99}
@@ -189,7 +192,7 @@ class StatsCollector:
                 self.add_exchange(ev.obj)
         elif kind == "anomaly":
             a = ev.obj
-            if keep is not None:
+            if keep is not None and a.kind != INTERNAL_ERROR:
                 if ev.frame is not None:
                     if not keep(ev.frame, ev.capture):
                         return
@@ -277,6 +280,7 @@ class StatsCollector:
                 "messages": self.messages,
                 "connections": len(self.connections),
                 "anomalies": sum(self.anomalies.values()),
+                "internal_errors": self.anomalies[INTERNAL_ERROR],
                 "unanswered": sum(t.unanswered for t in types),
             },
             "types": [t.as_dict() for t in types],

@@ -57,8 +57,11 @@ class HalfStream:
     ooo_bytes: int = 0
     recent: list[tuple[int, bytes]] = field(default_factory=list)  # (stream offset, data)
     acked_raw: int | None = None  # highest ack the peer sent for this direction
+    acked_packet: int = 0  # the packet (and time) of the ACK that first covered bytes not seen yet
+    acked_ts_us: int = 0
     syn: bool = False
     fin: bool = False
+    fin_raw: int | None = None  # sequence number of this direction's FIN: its data ends there
     bytes: int = 0
 
 
@@ -90,6 +93,22 @@ class Connection:
     queued: list[tuple[HalfStream, int, bytes, int, int, int]] = field(default_factory=list)
     queued_bytes: int = 0
 
+    def swap_roles(self) -> None:
+        """Make the side taken for the server the client, before any byte was framed.
+
+        Without a SYN the roles are guessed from the port numbers; detection calls this
+        when the bytes show that the other side sends the requests. The reassembler's
+        table must be re-keyed too: use `TcpReassembler.swap_roles`.
+        """
+        self.client, self.client_port, self.server, self.server_port = (
+            self.server,
+            self.server_port,
+            self.client,
+            self.client_port,
+        )
+        self.c2s, self.s2c = self.s2c, self.c2s
+        self.c2s.role, self.s2c.role = CLIENT, SERVER
+
     @property
     def state(self) -> str:
         if self.reset:
@@ -115,6 +134,17 @@ class TcpReassembler:
         self._next_stream = 0
 
     # -- connection table --------------------------------------------------------------------
+    def swap_roles(self, conn: Connection) -> None:
+        """Swap a connection's client and server (see `Connection.swap_roles`); the table stays keyed
+        by (client, server), as `_lookup` and the reopening of a 4-tuple expect."""
+        key = (conn.client, conn.client_port, conn.server, conn.server_port)
+        mine = self.connections.get(key) is conn
+        if mine:
+            del self.connections[key]
+        conn.swap_roles()
+        if mine:
+            self.connections[(conn.client, conn.client_port, conn.server, conn.server_port)] = conn
+
     def _lookup(self, seg: Segment, packet: int, ts_us: int) -> tuple[Connection, HalfStream, HalfStream]:
         key = (seg.src, seg.sport, seg.dst, seg.dport)
         conn = self.connections.get(key)
@@ -177,6 +207,8 @@ class TcpReassembler:
                     half.next_raw = (seg.seq + 1) & _MASK
         if flags & ACK and other.next_raw is not None:
             if other.acked_raw is None or _delta(seg.ack, other.acked_raw) > 0:
+                if not self._unseen(other):
+                    other.acked_packet, other.acked_ts_us = packet, ts_us
                 other.acked_raw = seg.ack
         if conn.finished:
             return
@@ -187,7 +219,7 @@ class TcpReassembler:
         # The peer's bytes this packet acknowledges were received before it was sent: a hole
         # it reveals is dealt with before this packet's own data goes up, so that a request
         # held behind a missing segment is decoded before the response that acknowledges it.
-        if other.ooo and other.acked_raw is not None and _delta(other.acked_raw, other.next_raw) > 0:  # type: ignore[arg-type]
+        if other.acked_raw is not None and self._hole_open(other):
             self._await_hole(conn, other)
         payload = seg.payload
         if payload or seg.missing:
@@ -212,6 +244,16 @@ class TcpReassembler:
             self._finish(conn)
         elif flags & FIN:
             half.fin = True
+            if half.fin_raw is None:
+                known = self._unseen(half)  # already revealed by an ACK: reported at that ACK
+                half.fin_raw = (seg.seq + len(payload)) & _MASK
+                if self._unseen(half) and conn.hole is None:
+                    # The FIN's sequence number says bytes before it were sent that the capture lacks.
+                    if not known:
+                        half.acked_packet, half.acked_ts_us = packet, ts_us
+                    self._await_hole(conn, half)
+                    if not half.ooo:
+                        self._give_up(conn)  # nothing more of this direction is coming
             if half.ooo:
                 self._flush_ooo(conn, half, packet, ts_us)
             if conn.c2s.fin and conn.s2c.fin:
@@ -380,11 +422,26 @@ class TcpReassembler:
 
     # -- acknowledged holes ------------------------------------------------------------------
     @staticmethod
-    def _hole_open(half: HalfStream) -> bool:
-        """Segments wait behind a hole the receiver has acknowledged."""
-        return (
-            bool(half.ooo) and half.acked_raw is not None and _delta(half.acked_raw, half.next_raw) > 0  # type: ignore[arg-type]
-        )
+    def _unseen(half: HalfStream) -> int:
+        """Bytes of this direction the receiver acknowledged (or that precede its FIN) beyond what
+        the capture delivered: tshark's "ACKed unseen segment". 0 when there are none.
+
+        Once the FIN is known its sequence number is where the data ends (a later ACK also
+        counts the FIN itself, which is no data).
+        """
+        if half.next_raw is None:
+            return 0
+        end = half.fin_raw if half.fin_raw is not None else half.acked_raw
+        if end is None:
+            return 0
+        d = _delta(end, half.next_raw)
+        return d if d > 0 else 0
+
+    @classmethod
+    def _hole_open(cls, half: HalfStream) -> bool:
+        """The receiver acknowledged bytes of this direction that the capture has not delivered,
+        whether segments wait behind them or (a lost first segment, a lost last one) nothing does."""
+        return cls._unseen(half) > 0
 
     def _await_hole(self, conn: Connection, half: HalfStream) -> None:
         """Start waiting a few packets for the acknowledged bytes (one hole per connection)."""
@@ -405,7 +462,21 @@ class TcpReassembler:
                 conn.last_ts_us,
                 why="the receiver acknowledged bytes the capture lacks",
             )
+        if half is not None:
+            self._unseen_gap(conn, half)
         self._replay(conn)
+
+    def _unseen_gap(self, conn: Connection, half: HalfStream) -> None:
+        """Report acknowledged bytes that nothing captured follows (nothing is held behind them)
+        at the ACK (or FIN) that revealed them, as tshark flags "ACKed unseen segment"."""
+        n = self._unseen(half)
+        if n and not half.ooo:
+            why = "the receiver acknowledged bytes the capture lacks"
+            if half.fin_raw is not None and (
+                half.acked_raw is None or _delta(half.acked_raw, half.fin_raw) <= 0
+            ):
+                why = "the sender's FIN comes after bytes the capture lacks"
+            self._gap(conn, half, n, half.acked_packet or conn.last_packet, half.acked_ts_us, why)
 
     def _resume(self, conn: Connection) -> None:
         conn.hole = None
@@ -426,6 +497,7 @@ class TcpReassembler:
         for half in (conn.c2s, conn.s2c):
             if half.ooo:
                 self._flush_ooo(conn, half, conn.last_packet, conn.last_ts_us)
+            self._unseen_gap(conn, half)
             half.recent.clear()
         conn.finished = True
         self.listener.on_close(conn)

@@ -12,8 +12,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import ModuleType
 
 from wiredump.dissect.correlation import Correlator
+from wiredump.dissect.fielddecl import FieldDecl
 from wiredump.dissect.limits import Limits
 from wiredump.dissect.model import Anomaly, Frame
 
@@ -81,18 +83,105 @@ class Session(ABC):
         return []
 
 
+MIN_CONFIDENCE = 50
+"""Score a connection's best protocol needs (see `ProtocolSpec.score`); below it the connection
+stays undecoded: raw bytes are shown, never a guess."""
+CERTAIN = 90
+"""Score at which detection decides at once instead of waiting for more of the connection's bytes."""
+
+
 class ProtocolSpec(ABC):
-    """Registration data for one protocol: name, ports, sniffing, sessions."""
+    """Registration data for one protocol: name, ports, detection, sessions."""
 
     name: str = ""
+    title: str = ""
+    """The name as people write it in prose (`TANK`); empty: the name capitalised (`Kafka`)."""
     ports: tuple[int, ...] = ()
+    """Well-known server ports: a connection on one of them is this protocol's, whatever its bytes."""
     max_frame: int = 0
     """Largest frame (framing included) that the protocol allows; beyond it, `oversize_frame`."""
 
-    @abstractmethod
+    def score(self, client: bytes, server: bytes, opened: bool) -> int:
+        """How sure (0–100) that a connection whose client sent `client` and whose server sent
+        `server` first (either may be empty) speaks this protocol.
+
+        Detection asks every protocol, for both role assignments when the capture did not
+        see the connection open (`opened` False: no SYN, the bytes may start inside a
+        frame), and takes the best score if it reaches `MIN_CONFIDENCE` and no other
+        protocol ties with it. Scores mean the same for every protocol: about 30 for one
+        whole frame that frames and decodes cleanly from a side's first byte, more for the
+        next frame in a row, 40 more when one side answers the other (see `trial.Trial`),
+        and what only the protocol knows (a greeting, a handshake) on top. A partial frame
+        or a header alone is no evidence. The default is the common part, computed by the
+        protocol's own session on the bytes; protocols add their openers. Never raises.
+        """
+        from wiredump.dissect.protocols.trial import trial
+
+        return trial(self, client, server, opened).points()
+
     def sniff(self, data: bytes, role: str) -> bool:
-        """True if `data` (the first bytes one side sent) looks like this protocol."""
+        """Do `data`, the first bytes `role` sent, open a connection the way this protocol does?
+
+        A hint that `score` may add to (a greeting), never a decision on its own.
+        """
+        return False
 
     @abstractmethod
     def new_session(self, ctx: ConnContext) -> Session:
         """Fresh per-connection state."""
+
+    def fields(self) -> list[FieldDecl]:
+        """The fields filters and `-e` may name (`<name>.<field>`), each declared once: name, type, meaning.
+
+        By default the `declare()` of the `fields` module in the protocol's own package
+        (`protocols/<name>/fields.py`); a protocol without one offers only the frame columns.
+        """
+        import importlib
+        import sys
+
+        package = sys.modules[type(self).__module__].__package__
+        try:
+            module = importlib.import_module(f"{package}.fields")
+        except ModuleNotFoundError as e:
+            if e.name == f"{package}.fields":
+                return []
+            raise
+        declared: list[FieldDecl] = module.declare()
+        return declared
+
+    def type_names(self) -> frozenset[str]:
+        """Every frame type name this protocol's frames can carry (`Frame.type`: `Produce`, `SEND`…).
+
+        Rules and baselines name frames as `<protocol>.<type>`; a name that is not here is a
+        mistake to report (with the closest one), never a rule that silently matches nothing.
+        By default the `type_names()` of the `names` module in the protocol's own package, read
+        from the protocol's own tables; empty (nothing checked) for a protocol without one.
+        """
+        module = _names_module(self)
+        return frozenset(module.type_names()) if module is not None else frozenset()
+
+    def error_names(self) -> frozenset[str]:
+        """Every error name this protocol's frames can carry (`Frame.error`), for `allowed_errors`.
+
+        Names rather than a code → name map: some protocols' codes mean different errors in
+        different messages (TANK), and some errors are reply types with no code of their own
+        (Pravega). From the `names` module as `type_names`; empty (nothing checked) without one.
+        """
+        module = _names_module(self)
+        return frozenset(module.error_names()) if module is not None else frozenset()
+
+
+def _names_module(spec: ProtocolSpec) -> ModuleType | None:
+    """The `names` module of the package that defines `spec`'s class, or None when it has none."""
+    import importlib
+    import sys
+
+    package = sys.modules[type(spec).__module__].__package__
+    if not package:  # a spec class defined outside any package
+        return None
+    try:
+        return importlib.import_module(f"{package}.names")
+    except ModuleNotFoundError as e:
+        if e.name == f"{package}.names":
+            return None
+        raise

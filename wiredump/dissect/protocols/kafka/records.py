@@ -69,7 +69,8 @@ class RecordContext:
     """False when only trying a layout (no messages, no anomalies)."""
     stats: dict[str, int] = field(default_factory=dict)
     messages: bool = True
-    """False when nobody reads the messages (the timeline): valid batches are counted, not read."""
+    """False when nobody reads the messages (the timeline): records are still read and checked, but no
+    `Message` objects are made."""
 
 
 def _varint(b: bytes, p: int) -> tuple[int, int]:
@@ -254,11 +255,8 @@ def _batch_v2(data: bytes, pos: int, end: int, base_offset: int, rc: RecordConte
         _problem(rc, MALFORMED, "malformed", f"batch declares {count} records in {rend - p} bytes", pos + 57)
         return b
     emit = rc.emit
-    if not control and emit and not rc.messages and _lengths_fit(rb, p, rend, count):
-        # Nobody wants the messages: the records' lengths were checked, count them unread.
-        b["record_count"] = count
-        stats["records"] = stats.get("records", 0) + count
-        return b
+    # Every record is read and checked even when nobody wants the messages (the plain
+    # timeline): a frame's status must not depend on which command or filter asked for it.
     msgs = rc.frame.messages if emit and rc.messages else None
     ts_fixed = max_ts if log_append else None
     direction, topic, partition = rc.direction, rc.topic, rc.partition
@@ -406,25 +404,6 @@ def _batch_v2(data: bytes, pos: int, end: int, base_offset: int, rc: RecordConte
         )
     stats["records"] = stats.get("records", 0) + b["record_count"]
     return b
-
-
-def _lengths_fit(rb: bytes, p: int, rend: int, count: int) -> bool:
-    """Do exactly `count` records of plausible length (>= 5) fill rb[p:rend]?"""
-    zz = _ZZ
-    try:
-        for _ in range(count):
-            x = rb[p]
-            if x < 0x80:
-                length = zz[x]
-                p += 1
-            else:
-                length, p = _varint(rb, p)
-            if length < 5:
-                return False
-            p += length
-    except (IndexError, BadRecord):
-        return False
-    return p == rend
 
 
 def _control(key: bytes | None, value: bytes | None) -> dict[str, Any]:

@@ -71,11 +71,12 @@ def plausible_client_id(buf: bytes | bytearray, pos: int, end: int) -> bool | No
 
 
 def _is_utf8_text(s: bytes) -> bool:
+    """UTF-8 text: printable characters and tabs (client ids are free text; some hold a tab)."""
     try:
         t = s.decode("utf-8")
     except UnicodeDecodeError:
         return False
-    return all(ch.isprintable() for ch in t)
+    return all(ch.isprintable() or ch == "\t" for ch in t)
 
 
 def known_request(api_key: int, version: int) -> bool:
@@ -192,6 +193,81 @@ def _newer_request(buf: bytes | bytearray, pos: int) -> bool:
     )
 
 
+RAW_BODY_SHOWN = 256
+"""Bytes of an undecodable response body kept in its fields (the answer to an unknown API)."""
+MAX_FRAMED_KEY = 1000
+MAX_FRAMED_VERSION = 200
+"""Bounds of the api key and version a request header may carry and still be taken as one
+when its body does not decode (Kafka's keys are below 100, versions below 20 today)."""
+
+
+def _framed_header(buf: bytes | bytearray, pos: int) -> int:
+    """Length of the plausible request header v1 at buf[pos] (size, key, version, correlation
+    id, text client id), or 0 when it is not one or is not all buffered."""
+    end = len(buf)
+    if end - pos < 14:
+        return 0
+    size, key, version, corr = _REQ_HEAD.unpack_from(buf, pos)
+    if not (10 <= size <= MAX_FRAME - 4 and 0 <= key < MAX_FRAMED_KEY and 0 <= version < MAX_FRAMED_VERSION):
+        return 0
+    if corr < 0:
+        return 0
+    (n,) = _I16.unpack_from(buf, pos + 12)
+    head = 14 + max(n, 0)
+    if n < -1 or n > MAX_CLIENT_ID or head > 4 + size or pos + head > end:
+        return 0
+    if n > 0 and not plausible_client_id(buf, pos + 12, pos + head):
+        return 0
+    return head
+
+
+def _framed_request(buf: bytes | bytearray, pos: int) -> int:
+    """A request whose framing is valid although its body is not what the tables expect.
+
+    Its header must be plausible (`_framed_header`), and the framing confirmed: the frame
+    ends exactly where the buffered bytes end (a client writes a request in one go), or
+    the next frame starts where it ends with a plausible request header. _WAIT while
+    neither can be told yet, unless a request that decodes whole starts inside the bytes
+    this one would cover: then this one is a chance match inside an earlier frame.
+    """
+    if not _framed_header(buf, pos):
+        return _WAIT if len(buf) - pos < 14 else _NO
+    (size,) = _I32.unpack_from(buf, pos)
+    nxt = pos + 4 + size
+    end = len(buf)
+    if nxt <= end and (_record_set(buf, pos + 4, nxt) or _batch_tail(buf, pos, nxt)):
+        return _NO  # the records field ending a Produce request: its size reads as a frame's
+    if nxt == end:
+        return _YES
+    if nxt > end:
+        return _NO if _whole_request_within(buf, pos + 1, min(end, pos + 1 + MAX_SCAN_AHEAD)) else _WAIT
+    if end - nxt < 14:
+        return _WAIT
+    return _YES if _framed_header(buf, nxt) else _NO
+
+
+MAX_SCAN_AHEAD = 64 * 1024
+CONFIRM_WHOLE = 48 * 1024
+"""While resynchronising, a frame up to this long is confirmed only once it is buffered whole
+(the engine keeps 64 KiB while it finds no start); a longer one by how its start reads."""
+MAX_ORPHAN_CHAIN = 4
+"""Responses without a captured request confirmed in a row by the confirmed frame after them."""
+MAX_ACKS0 = 4096
+"""acks=0 Produce requests remembered per connection, for a broker that answers them anyway."""
+
+
+def _whole_request_within(buf: bytes | bytearray, start: int, stop: int) -> bool:
+    """Does a request that decodes whole (known key and version) start in buf[start:stop]?"""
+    for at in range(start, stop - 13):
+        if plausible_request(buf, at, strict=True):
+            size, key, version = struct.unpack_from(">ihh", buf, at)
+            if at + 4 + size <= len(buf) and KafkaSession._request_fits(
+                bytes(buf[at : at + 4 + size]), key, version
+            ):
+                return True
+    return False
+
+
 class KafkaSession(Session):
     """One connection: framing state per direction, SASL/TLS state, layouts seen (for orphan responses)."""
 
@@ -205,10 +281,18 @@ class KafkaSession(Session):
         self._seen: OrderedDict[tuple[int, int], None] = OrderedDict()
         self.show_secrets = bool(ctx.options.get("show_secrets"))
         self.messages = bool(ctx.options.get("messages", True))
-        """False when no sink reads the records (the plain timeline): batches are counted, not read."""
+        """False when no sink reads the records (the plain timeline): records are checked, no messages made."""
         self._last_seen: tuple[int, int] | None = None
         self._synced = {"client": False, "server": False}
         self._raw_auth: bytes | None = None
+        self.observe = bool(ctx.options.get("observe"))
+        """Framing a connection another worker decodes (see `ProtocolSpec.shares_run_state`): the
+        state is kept exactly as when decoding (pairing, SASL, layouts seen, topic names learnt);
+        records are not read (nothing of the state depends on them) and no frame is returned."""
+        self.topics = topics.of_run(ctx.run_state)
+        """Topic id -> name, learnt from responses of this capture (shared by its connections)."""
+        self._acks0: OrderedDict[int, Frame] = OrderedDict()
+        """acks=0 Produce requests by correlation id: no answer is expected, but some brokers answer."""
 
     # -- framing ---------------------------------------------------------------------------
     def frame_length(self, buf: bytes | bytearray, pos: int, role: str) -> int:
@@ -247,15 +331,24 @@ class KafkaSession(Session):
         return size + 4
 
     def _request_start(self, buf: bytes | bytearray, pos: int) -> int:
-        """Is buf[pos:] the start of a request? A whole frame must decode; a partial one needs a text client id."""
+        """Is buf[pos:] the start of a request (the first bytes of the client's direction)?
+
+        A whole frame that decodes is one; so is a partial one with a text client id. A frame
+        whose body is not what the tables expect (an unknown API key, a version newer than
+        the specs, extra bytes, a count beyond the frame) is still a Kafka frame when its
+        framing is: see `_framed_request`. Its decoder then gives it the status that says
+        what is wrong with it, and its answer pairs with it.
+        """
         avail = len(buf) - pos
         if avail < 14:
             return _WAIT
         if not plausible_request(buf, pos, strict=True):
-            return _YES if _newer_request(buf, pos) else _NO
+            return _YES if _newer_request(buf, pos) else _framed_request(buf, pos)
         size, key, version = struct.unpack_from(">ihh", buf, pos)
         if avail >= size + 4:
-            return _YES if self._request_fits(bytes(buf[pos : pos + 4 + size]), key, version) else _NO
+            if self._request_fits(bytes(buf[pos : pos + 4 + size]), key, version):
+                return _YES
+            return _framed_request(buf, pos)
         if schema.request_header_version(key, version) >= 1:
             (n,) = _I16.unpack_from(buf, pos + 12)
             if n >= 1 and avail >= 14 + n and plausible_client_id(buf, pos + 12, pos + 14 + n):
@@ -289,12 +382,10 @@ class KafkaSession(Session):
             return _NO
         correlator = self.ctx.correlator
         req = correlator.peek(corr)
-        if req is not None:
-            # When the whole frame is here, it must also read as the answer to that request
-            # (a pending id can turn up by chance inside record data).
-            if len(buf) - pos >= size + 4:
-                return _YES if self._answers(bytes(buf[pos : pos + 4 + size]), req) else _NO
-            return _YES
+        if req is not None or corr in self._acks0:
+            # It must read as the answer to that request and be followed by a response or by
+            # the end of the bytes (a pending id can turn up by chance inside record data).
+            return self._confirmed_response(buf, pos, 0)
         pending = [k for k in getattr(correlator, "_pending", ()) if isinstance(k, int)]
         if pending and corr >= min(pending):
             return _NO  # requests are waiting: the next response answers one of them
@@ -315,23 +406,146 @@ class KafkaSession(Session):
         return _WAIT
 
     def resync(self, buf: bytes | bytearray, pos: int, role: str) -> int | None:
-        test = self._request_start if role == "client" else self._response_start
+        """The first boundary at or after `pos` that what is known confirms (issue 14 item 3).
+
+        Unconfirmed candidates are never returned: their bytes stay skipped. One that cannot
+        be told yet (its frame is not all buffered) does not stop the scan, but when nothing
+        after it is confirmed the answer is None, so that the engine keeps it and asks again
+        with more bytes.
+        """
+        test = self._confirmed_request if role == "client" else self._confirmed_response
         end = len(buf)
         for at in range(pos, end - 7):
             if buf[at + 1] == 3 and buf[at] in TLS_TYPES and _tls_chain(buf, at):
                 return at
-            if test(buf, at) == _YES:
+            if test(buf, at, 0) == _YES:
                 self._synced[role] = True
                 return at
         return None
 
+    def _confirmed_request(self, buf: bytes | bytearray, at: int, depth: int) -> int:
+        """A request that decodes whole (known key and version) and is followed by another one or
+        by the end of the buffered bytes. A frame too long to be buffered whole while resynchronising
+        needs a text client id and a body whose start reads without contradiction."""
+        end = len(buf)
+        if end - at < 14 or not plausible_request(buf, at, strict=True):
+            return _NO
+        size, key, version = struct.unpack_from(">ihh", buf, at)
+        nxt = at + 4 + size
+        if nxt > end:
+            if size + 4 <= CONFIRM_WHOLE:
+                return _WAIT
+            return _YES if self._prefix_reads(buf, at, key, version, "request") else _NO
+        if not self._request_fits(bytes(buf[at:nxt]), key, version):
+            return _NO
+        if nxt == end:
+            return _YES
+        if end - nxt < 14:
+            return _WAIT
+        return _YES if plausible_request(buf, nxt, strict=False) else _NO
+
+    def _confirmed_response(self, buf: bytes | bytearray, at: int, depth: int) -> int:
+        """A response confirmed by what this connection knows.
+
+        Its correlation id is one a pending request waits for (or an acks=0 Produce the broker
+        answers anyway), its body decodes whole with that request's api and version, and the
+        next frame starts where it ends (a response header whose id is pending or close to
+        this one) or the buffered bytes end there. A response whose request the capture lacks
+        is confirmed only when its id is below every pending one (responses come in request
+        order), some layout reads it whole, it is not the records field ending a larger
+        frame, and the frame after it is confirmed.
+        """
+        end = len(buf)
+        if end - at < 8:
+            return _WAIT
+        size, corr = struct.unpack_from(">ii", buf, at)
+        if size < 4 or size > MAX_FRAME - 4 or corr < 0:
+            return _NO
+        correlator = self.ctx.correlator
+        req = correlator.peek(corr) or self._acks0.get(corr)
+        nxt = at + 4 + size
+        if req is None:
+            pending = [k for k in getattr(correlator, "_pending", ()) if isinstance(k, int)]
+            if depth >= MAX_ORPHAN_CHAIN or not pending or corr >= min(pending) or nxt > end:
+                return _NO
+            if _record_set(buf, at + 4, nxt) or _batch_tail(buf, at, nxt):
+                return _NO
+            if end - nxt < 8:
+                return _WAIT
+            if self._confirmed_response(buf, nxt, depth + 1) != _YES:
+                return _NO
+            return _YES if self._some_layout_reads(bytes(buf[at:nxt])) else _NO
+        if nxt > end:
+            if size + 4 <= CONFIRM_WHOLE:
+                return _WAIT
+            key, version = req.context if isinstance(req.context, tuple) else (-1, -1)
+            return _YES if self._prefix_reads(buf, at, key, version, "response") else _NO
+        if not self._answers(bytes(buf[at:nxt]), req):
+            return _NO
+        if nxt == end:
+            return _YES
+        if end - nxt < 8:
+            return _WAIT
+        size2, corr2 = struct.unpack_from(">ii", buf, nxt)
+        if not 4 <= size2 <= MAX_FRAME - 4 or corr2 < 0:
+            return _NO
+        if 0 < corr2 - corr <= 4 or correlator.peek(corr2) is not None or corr2 in self._acks0:
+            return _YES
+        return _NO
+
+    def _some_layout_reads(self, data: bytes) -> bool:
+        """Does a layout this connection used, or any layout, read this response whole?"""
+        for key, v in reversed(self._seen):
+            if self._try(data, key, v) is not None:
+                return True
+        if len(data) > MAX_GUESS_BYTES:
+            return False
+        return any(
+            self._try(data, key, v) is not None for key, vs in schema.api_versions().items() for v in vs
+        )
+
+    def _prefix_reads(self, buf: bytes | bytearray, at: int, key: int, version: int, kind: str) -> bool:
+        """Do the buffered bytes of a frame too long to wait for read as its start?
+
+        Kafka frames that long carry records (Produce, Fetch): the body is walked until the
+        bytes run out, which must happen inside a records field that ends within the declared
+        frame. A contradiction before that (a negative length, a count that cannot fit), a
+        string or other field running past the bytes, or a body ending early refutes it.
+        """
+        plan = schema.plan(key, version, kind)
+        if plan is None:
+            return False
+        (size,) = _I32.unpack_from(buf, at)
+        data = bytes(buf[at : min(len(buf), at + 4 + size)])
+        try:
+            if kind == "request":
+                start = _request_header(data, schema.request_header_version(key, version), {})
+            else:
+                start = self._resp_body_start(data, key, version)
+                if start is None:
+                    return False
+            decode_body(data, start, plan, None)
+        except Short as e:
+            if e.what != "records":
+                return False
+            # Ran out inside the records: consistent so far if they end within the frame.
+            if schema.is_flexible(key, version) or e.offset < 4:
+                return True  # a compact (varint) length before it: its end is not checked
+            (n,) = _I32.unpack_from(data, e.offset - 4)
+            return 0 <= n and e.offset + n <= 4 + size
+        except Exception:
+            return False
+        return False  # the body ended before the declared frame did
+
     # -- decoding --------------------------------------------------------------------------
     def decode(self, data: bytes, role: str, complete: bool = True) -> list[Frame]:
         if len(data) >= 3 and data[1] == 3 and data[0] in TLS_TYPES and data[2] <= 4:
-            return [self._tls(data)]
-        if role == "client":
-            return [self._request(data, complete)]
-        return [self._response(data, complete)]
+            frames = [self._tls(data)]
+        elif role == "client":
+            frames = [self._request(data, complete)]
+        else:
+            frames = [self._response(data, complete)]
+        return [] if self.observe else frames
 
     def _tls(self, data: bytes) -> Frame:
         ctype = data[0]
@@ -370,11 +584,14 @@ class KafkaSession(Session):
     def _records_hook(
         self, frame: Frame, direction: str, partial_ok: bool, emit: bool, stats: dict[str, int]
     ):
+        if self.observe and emit:
+            return None  # record sets are skipped by their length (trial decodes stay as they are)
         limits = self.ctx.limits
         messages = self.messages
+        names = self.topics
 
         def hook(data: bytes, start: int, stack: list[dict[str, Any]]) -> Any:
-            topic, partition = _locate(stack)
+            topic, partition = _locate(stack, names)
             rc = RecordContext(
                 frame, direction, limits, topic, partition, partial_ok, start, emit, stats, messages
             )
@@ -407,10 +624,18 @@ class KafkaSession(Session):
         try:
             pos = _request_header(data, hv, header)
         except (Short, Bad) as e:
-            if complete:
-                f.flag(MALFORMED, "malformed", f"request header: {e}", e.offset)
-            correlator.request(f, corr, True)
-            return f
+            if name is not None and plan is not None:
+                if complete:
+                    f.flag(MALFORMED, "malformed", f"request header: {e}", e.offset)
+                correlator.request(f, corr, True)
+                return f
+            # An unknown key or version: its header version is a guess, so read what a
+            # header v1 holds (the client id) and let the status say what is unknown.
+            header.pop("client_id", None)
+            try:
+                _request_header(data, 1, header)
+            except (Short, Bad):
+                header.pop("client_id", None)
         if name is None:
             f.flag(UNKNOWN_TYPE, "unknown_type", f"unknown Kafka API key {api_key} (version {version})", 4)
             correlator.request(f, corr, True)
@@ -442,9 +667,14 @@ class KafkaSession(Session):
             if api_key == 36:
                 self._sasl_authenticate(body)
         correlator.request(f, corr, expects)
+        if not expects:
+            self._acks0[corr] = f
+            if len(self._acks0) > MAX_ACKS0:
+                self._acks0.popitem(last=False)
         if stats:
             f.fields["record_stats"] = stats
-        f.summary = summarize(f, body, None)
+        if not self.observe:
+            f.summary = summarize(f, body, None, self.topics)
         return f
 
     def _sasl_authenticate(self, body: dict[str, Any]) -> None:
@@ -496,7 +726,18 @@ class KafkaSession(Session):
                 f.error_code, f.error = errors[0][1], schema.error_name(errors[0][1])
             return partial if not complete and isinstance(partial, dict) else None
         f.fields["body"] = body
-        if end != len(data):
+        if end != len(data) and kind == "request" and f.type_code == 18 and f.version <= 2:
+            # ApiVersions v0-v2 have an empty body. librdkafka writes an empty int32 array
+            # there, and brokers answer without reading it: the frame is fine, the bytes noted.
+            f.anomalies.append(
+                Anomaly(
+                    "trailing_bytes",
+                    f"{f.type} v{f.version} request: {len(data) - end} bytes after the (empty) body, "
+                    "which brokers ignore (librdkafka writes an empty int32 array here)",
+                    end,
+                )
+            )
+        elif end != len(data):
             f.flag(
                 MALFORMED,
                 "malformed",
@@ -523,9 +764,22 @@ class KafkaSession(Session):
         (corr,) = _I32.unpack_from(data, 4)
         f.correlation_id = corr
         f.fields = {"header": {"correlation_id": corr}}
-        req = correlator.response(f, corr)
+        if correlator.peek(corr) is None and corr in self._acks0:
+            # A Produce sent with acks=0 asks for no answer; this broker answers anyway.
+            req = self._acks0.pop(corr)
+            correlator.event_pair(req, f)
+            f.anomalies.append(
+                Anomaly(
+                    "unexpected_response",
+                    f"the broker answered {req.type} v{req.version} (correlation id {corr}, packet "
+                    f"{req.packet}) although it was sent with acks=0, which asks for no response",
+                )
+            )
+        else:
+            req = correlator.response(f, corr)
         if req is None:
-            self._guess(f, data, complete)
+            if not self.observe:  # a guess teaches nothing: observers skip it
+                self._guess(f, data, complete)
             return f
         api_key, version = req.context if isinstance(req.context, tuple) else (-1, -1)
         f.type, f.type_code, f.version = req.type, req.type_code, version
@@ -534,8 +788,11 @@ class KafkaSession(Session):
             version = 0
             f.fields["header"]["body_version"] = 0
         elif req.status in (UNKNOWN_TYPE, UNSUPPORTED_VERSION):
+            what = f"API key {api_key}" if req.status == UNKNOWN_TYPE else f"{req.type} v{version}"
             f.flag(req.status, req.status, f"response to a request with {req.status.replace('_', ' ')}", None)
-            f.summary = f"response to {req.type} v{version}"
+            f.fields["body_length"] = len(data) - 8
+            f.fields["raw_body"] = data[8 : 8 + RAW_BODY_SHOWN]
+            f.summary = f"response to {what}, {len(data) - 8} body bytes not decoded"
             return f
         plan, hv = _response_layout((api_key, version))
         if plan is None:
@@ -589,7 +846,7 @@ class KafkaSession(Session):
         if stats:
             f.fields["record_stats"] = stats
         if body is not None:
-            topics.learn(body)
+            self.topics.learn(body)
             if api_key in (11, 14):
                 req_body = req.fields.get("body") if isinstance(req.fields, dict) else None
                 ptype = req_body.get("protocol_type") if isinstance(req_body, dict) else None
@@ -597,13 +854,14 @@ class KafkaSession(Session):
             if api_key == 17 and corr in self._handshakes and not body.get("error_code"):
                 self.sasl_raw = True
         self._handshakes.pop(corr, None)
-        f.summary = summarize(f, body, req)
+        if not self.observe:
+            f.summary = summarize(f, body, req, self.topics)
         return f
 
     def _answers(self, data: bytes, req: Frame) -> bool:
         """Does a whole response frame decode as the answer to `req` (header v1 or v0)?"""
-        if not isinstance(req.context, tuple) or req.status != OK:
-            return True  # nothing to check against
+        if not isinstance(req.context, tuple) or req.status in (UNKNOWN_TYPE, UNSUPPORTED_VERSION):
+            return True  # nothing to check against (its records' state does not matter: see `observe`)
         key, version = req.context
         plan = schema.plan(key, version, "response")
         if plan is None:
@@ -666,7 +924,7 @@ class KafkaSession(Session):
         body = self._body(f, data, start if start is not None else 8, plan, hook, complete, "response")
         if stats:
             f.fields["record_stats"] = stats
-        f.summary = summarize(f, body, None) + " (no request; layout guessed)"
+        f.summary = summarize(f, body, None, self.topics) + " (no request; layout guessed)"
 
     @staticmethod
     def _resp_body_start(data: bytes, key: int, v: int) -> int | None:
@@ -751,7 +1009,7 @@ def _request_header(data: bytes, hv: int, header: dict[str, Any]) -> int:
     return pos
 
 
-def _locate(stack: list[dict[str, Any]]) -> tuple[str | None, int | None]:
+def _locate(stack: list[dict[str, Any]], names: topics.TopicNames) -> tuple[str | None, int | None]:
     """Topic and partition of a record set from the structs enclosing it (innermost first)."""
     partition: int | None = None
     topic: str | None = None
@@ -773,7 +1031,7 @@ def _locate(stack: list[dict[str, Any]]) -> tuple[str | None, int | None]:
             else:
                 tid = d.get("topic_id")
                 if isinstance(tid, str):
-                    topic = topics.name_of(tid) or tid
+                    topic = names.name_of(tid) or tid
         if topic is not None and partition is not None:
             break
     return topic, partition

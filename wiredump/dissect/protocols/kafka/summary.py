@@ -7,12 +7,15 @@ without a dedicated line get a generic one built from the fields most APIs share
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any
 
 from wiredump.dissect.model import Frame
-from wiredump.dissect.protocols.kafka import topics
+from wiredump.dissect.protocols.kafka.topics import TopicNames
 
 MAX_ITEMS = 4
+_NAMES: ContextVar[TopicNames | None] = ContextVar("kafka_topic_names", default=None)
+"""The run's topic names during one `summarize` call (set and reset by it; never kept)."""
 
 
 def human_bytes(n: int) -> str:
@@ -42,7 +45,8 @@ def _topic_name(t: dict[str, Any]) -> str:
             return v
     v = t.get("topic_id")
     if isinstance(v, str):
-        return topics.name_of(v) or v[:8]
+        names = _NAMES.get()
+        return (names.name_of(v) if names is not None else None) or v[:8]
     return "?"
 
 
@@ -249,16 +253,24 @@ _BY_KEY = {
 }
 
 
-def summarize(f: Frame, body: dict[str, Any] | None, req: Frame | None) -> str:
-    """`Produce v9 request orders[0] 3 records 1.2 KB acks=-1` style line (without the type/version prefix)."""
+def summarize(
+    f: Frame, body: dict[str, Any] | None, req: Frame | None, names: TopicNames | None = None
+) -> str:
+    """`Produce v9 request orders[0] 3 records 1.2 KB acks=-1` style line (without the type/version prefix).
+
+    `names`: the run's topic names, for topics a frame gives by id only.
+    """
     is_req = f.kind == "request"
     text = ""
     if body is not None:
         fn = _BY_KEY.get(f.type_code, _generic)
+        token = _NAMES.set(names)
         try:
             text = fn(f, body, is_req)
         except Exception:  # a summary must never cost the frame
             text = ""
+        finally:
+            _NAMES.reset(token)
     if f.error:
         errs = f.fields.get("_errors") or []
         names = sorted({e["error"] for e in errs}) if errs else [f.error]

@@ -8,13 +8,10 @@ timeline line. Facts: shared/reference/pravega/WIRE.md.
 
 from __future__ import annotations
 
-import struct
-
 from wiredump.dissect.protocols.base import ConnContext, ProtocolSpec, Session
+from wiredump.dissect.protocols.pravega import sniff as detection
 from wiredump.dissect.protocols.pravega.commands import HEADER_SIZE, MAX_WIRECOMMAND_SIZE
 from wiredump.dissect.protocols.pravega.session import PravegaSession
-
-_HELLO_HEADER = struct.pack(">ii", -127, 8)
 
 
 class PravegaSpec(ProtocolSpec):
@@ -23,13 +20,10 @@ class PravegaSpec(ProtocolSpec):
     max_frame = MAX_WIRECOMMAND_SIZE + HEADER_SIZE
 
     def sniff(self, data: bytes, role: str) -> bool:
-        """The first command either side sends is HELLO: `ff ff ff 81 00 00 00 08` + two sane versions."""
-        if len(data) < HEADER_SIZE or data[:HEADER_SIZE] != _HELLO_HEADER:
-            return False
-        if len(data) < 16:
-            return True
-        high, low = struct.unpack_from(">ii", data, HEADER_SIZE)
-        return 0 < low <= high < 1000
+        return detection.opener(data, role)
+
+    def score(self, client: bytes, server: bytes, opened: bool) -> int:
+        return detection.score(self, client, server, opened)
 
     def new_session(self, ctx: ConnContext) -> Session:
         return PravegaSession(ctx)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from wiredump.dissect import internal
 from wiredump.dissect.model import Frame
 from wiredump.dissect.protocols.pravega.commands import (
     AUTH_ERROR_CODES,
@@ -179,6 +180,7 @@ def summarize(f: Frame, fields: dict[str, Any]) -> str:
     try:
         fn = _BY_TYPE.get(f.type, _generic)
         s = fn(f, fields)
-    except Exception:  # a summary must never cost the frame
+    except Exception as e:  # a summary must never cost the frame, but a bug in it is reported
+        f.anomalies.append(internal.internal_error(e, "summarize", "pravega", f"a {f.type} frame"))
         s = _generic(f, fields) if f.type in _BY_TYPE else ""
     return s[:300]

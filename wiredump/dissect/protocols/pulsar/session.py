@@ -41,6 +41,8 @@ HARD_MAX_FRAME = 128 * MiB
 """Beyond this nothing is ever buffered, whatever a CONNECTED advertised."""
 MAX_TRACKED_IDS = 65536
 """Producers/consumers remembered per connection."""
+CONFIRM_WAIT = 16 * 1024
+"""A broken first frame of a direction up to this size waits for the next frame to confirm it."""
 
 _PARTITION_SUFFIX = re.compile(r"-partition-(\d+)$")
 _T = schema.TYPE_CODES
@@ -131,27 +133,70 @@ class PulsarSession(Session):
         if avail < 4:
             return NEED_MORE
         if not self.started[role]:
-            # A capture may begin mid-connection: trust the first length only if a command follows.
+            # A capture may begin mid-connection: trust the first length only if a command follows,
+            # or if the frame is broken inside but its framing is confirmed (see `_confirmed`).
             if avail < 10:
                 return NEED_MORE
             if not self._plausible(buf, pos):
-                return NOT_A_FRAME
+                return self._first_unplausible(buf, pos, role)
         total = int.from_bytes(buf[pos : pos + 4], "big")
         if total < 4:
             return NOT_A_FRAME
         n = total + 4
         if self.max_frame < n <= HARD_MAX_FRAME:
             # Over what this connection allows, yet under the engine's hard ceiling: say so here.
-            self.ctx.report(
-                Anomaly(
-                    "oversize_frame",
-                    f"{role} frame declares {n} bytes, over the {self.max_frame} this connection allows "
-                    f"(max_message_size + {FRAME_PADDING} + 4)",
-                )
-            )
+            self._oversize(role, n)
             return NOT_A_FRAME
         self.started[role] = True
         return n
+
+    def _first_unplausible(self, buf: bytes | bytearray, pos: int, role: str) -> int:
+        """The first frame of a direction whose command does not check out: a real frame with
+        something wrong inside (decoded as `malformed`), an oversize frame, or not a frame at all.
+
+        Its length prefix is trusted only when what follows confirms it: a sane totalSize
+        whose end is where the next frame (one that checks out) starts; or, for a totalSize
+        over the maximum, a command that checks out behind it (only the size is wrong: it is
+        an `oversize_frame`, which the engine reports and resynchronises over). Anything
+        else is not a frame (a capture begun inside one): the engine resynchronises.
+        """
+        total = int.from_bytes(buf[pos : pos + 4], "big")
+        n = total + 4
+        if n > self.max_frame:
+            cmd = int.from_bytes(buf[pos + 4 : pos + 8], "big")
+            if not (2 <= cmd <= 64 * 1024) or buf[pos + 8] != 0x08:
+                return NOT_A_FRAME
+            if pos + 8 + cmd > len(buf):
+                return NEED_MORE
+            raw = bytes(buf[pos + 8 : pos + 8 + cmd])
+            base, _ = schema.parse(schema.BaseCommand, raw)
+            field = schema.COMMAND_FIELD.get(schema.raw_type(raw) or 0)
+            if base is None or field is None or not base.HasField(field):
+                return NOT_A_FRAME
+            if n <= HARD_MAX_FRAME:
+                self._oversize(role, n)
+                return NOT_A_FRAME
+            return n  # the engine reports it against its own ceiling
+        if total < 4:
+            return NOT_A_FRAME
+        nxt = pos + n
+        if nxt + 10 > len(buf):
+            # Wait for the next frame only for a small first frame: bytes of a capture begun
+            # mid-connection must not hold this direction back (its answers would overtake it).
+            return NEED_MORE if n <= CONFIRM_WAIT else NOT_A_FRAME
+        if not self._plausible(buf, nxt):
+            return NOT_A_FRAME
+        self.started[role] = True
+        return n
+
+    def _oversize(self, role: str, n: int) -> None:
+        self.ctx.report(
+            Anomaly(
+                "oversize_frame",
+                f"{role} frame declares {n} bytes, over the {self.max_frame} this connection allows "
+                f"(max_message_size + {FRAME_PADDING} + 4)",
+            )
+        )
 
     def _proxy_header_length(self, buf: bytes | bytearray, pos: int) -> int:
         """Length of an HAProxy PROXY header at `pos`, NEED_MORE, or 0 if it is not one."""

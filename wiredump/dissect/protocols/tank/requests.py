@@ -30,6 +30,15 @@ from wiredump.dissect.wire import Cursor
 Decoder = Callable[[Cursor, Frame, DecodeState], None]
 
 
+WAIT_FOREVER = 0xFFFF_FFFF
+"""Clients ask for a wait of 2**32-1 ms (49.7 days: until data comes) or more to mean "no limit"."""
+
+
+def wait_text(ms: int) -> str:
+    """`250ms`, or `forever` for the no-limit values (a summary saying `4294967295ms` helps nobody)."""
+    return "forever" if ms >= WAIT_FOREVER else f"{ms}ms"
+
+
 def produce(c: Cursor, f: Frame, st: DecodeState) -> None:
     """Produce (0x01) and ProduceWithSeqnum (0x05): one bundle per (topic, partition)."""
     with_seqnum = f.type_code == C.PRODUCE_WITH_SEQNUM
@@ -100,7 +109,7 @@ def consume(c: Cursor, f: Frame, st: DecodeState) -> None:
         fields["prefer_local_node"] = bool(flags & 1)
     _consume_topics(c, fields, ctx, wide=False)
     items = [f"{t}/{p}@{_seq_text(s)}" for (t, p), s in ctx.requested.items()]
-    f.summary = f"req {f.correlation_id} " + join_items(items) + f" max_wait {max_wait}ms"
+    f.summary = f"req {f.correlation_id} " + join_items(items) + f" max_wait {wait_text(max_wait)}"
 
 
 def _consume_topics(c: Cursor, fields: dict[str, Any], ctx: ConsumeContext, wide: bool) -> None:
@@ -132,7 +141,7 @@ def consume_peer(c: Cursor, f: Frame, st: DecodeState) -> None:
     f.context = ctx
     _consume_topics(c, fields, ctx, wide=True)
     items = [f"{t}/{p}@{_seq_text(s)}" for (t, p), s in ctx.requested.items()]
-    f.summary = f"replica {fields['replica_id']} " + join_items(items) + f" max_wait {max_wait}ms"
+    f.summary = f"replica {fields['replica_id']} " + join_items(items) + f" max_wait {wait_text(max_wait)}"
 
 
 def ping(c: Cursor, f: Frame, st: DecodeState) -> None:
@@ -142,7 +151,7 @@ def ping(c: Cursor, f: Frame, st: DecodeState) -> None:
         st.problems.append(
             ("malformed", f"Ping carries {len(f.fields['payload'])} bytes; TANK sends none", 5)
         )
-    f.summary = "Ping"
+    f.summary = ""  # the type says it all: a summary "Ping" would print "Ping  Ping"
 
 
 def reg_replica(c: Cursor, f: Frame, st: DecodeState) -> None:
