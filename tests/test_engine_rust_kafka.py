@@ -26,7 +26,7 @@ from tests.test_kafka_compiled import mutations
 from wiredump.dissect.limits import Limits
 from wiredump.dissect.model import Frame
 from wiredump.dissect.pipeline import Options, dissect
-from wiredump.dissect.protocols.kafka import embedded, schema, session
+from wiredump.dissect.protocols.kafka import embedded, schema, session, topics
 from wiredump.dissect.protocols.kafka.body import Bad, BodyDecoder, walk_body
 from wiredump.dissect.protocols.kafka.records import RecordContext, decode_record_set
 from wiredump.dissect.wire import Cursor, Short
@@ -62,6 +62,25 @@ def same_api(data: bytes, start: int, key: int, v: int, kind: str, what: Any) ->
         assert got == ref, (what, secrets)
 
 
+def same_locations(data: bytes, start: int, key: int, v: int, kind: str, what: Any) -> None:
+    """The record sets and the topic/partition each belongs to (as `session._locate` finds them
+    from the enclosing structs, with no topic ids learnt yet) are the same."""
+    plan = schema.plan(key, v, kind)
+    assert plan is not None
+    ref: list[tuple[Any, ...]] = []
+
+    def hook(rec: bytes, at: int, stack: list[dict[str, Any]]) -> Any:
+        ref.append((at, at + len(rec), *session._locate(stack, topics.TopicNames())))
+        return {"size": len(rec)}
+
+    try:
+        walk_body(data, start, plan, hook)
+    except (Short, Bad):
+        pass
+    got = _engine.kafka_record_sets(kind == "response", key, v, data, start)
+    assert [(s, e, t if t is not None else tid, p) for s, e, t, tid, p in got] == ref, what
+
+
 def every_plan() -> list[tuple[int, int, str]]:
     return [
         (key, v, kind)
@@ -91,6 +110,8 @@ def test_random_bodies_of_every_api_version_decode_the_same(kind: str) -> None:
             _, data = gen_struct(plan, rnd, 0, records=True)
             for m in [data, *mutations(data, rnd)]:
                 same_api(m, 0, key, v, kind, (key, v, kind, m))
+                if key in (0, 1):  # the APIs with record sets
+                    same_locations(m, 0, key, v, kind, (key, v, kind, m))
             checked += 1
     assert checked > 1000
 
@@ -163,6 +184,7 @@ def test_every_captured_body_decodes_the_same(path: Path, monkeypatch: pytest.Mo
         seen += 1
         key, v, kind = layouts[id(plan)]
         same_api(bytes(data), start, key, v, kind, (path.name, seen))
+        same_locations(bytes(data), start, key, v, kind, (path.name, seen))
         return real(data, start, plan, hook, secrets)
 
     monkeypatch.setattr(session, "decode_body", checked)

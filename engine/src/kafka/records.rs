@@ -1043,3 +1043,103 @@ mod tests {
         assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
     }
 }
+
+/// Where a record set sits in a decoded body and whose it is: the topic and partition the
+/// messages table needs, read from the structs enclosing it as the reference's `_locate` does
+/// (innermost first; only fields decoded before the record set count).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Located<'a> {
+    /// The record set's bytes (after its length).
+    pub start: usize,
+    pub end: usize,
+    /// The topic's name, or `None` when only its id is known (see `topic_id`).
+    pub topic: Option<Cow<'a, str>>,
+    /// The topic id (a UUID) when no name encloses the set: the run's topic names resolve it.
+    pub topic_id: Option<[u8; 16]>,
+    pub partition: Option<i64>,
+}
+
+/// Every record set of a decoded body, in decoding order, with its topic and partition.
+pub fn locate_record_sets<'a>(fields: &[super::body::Field<'a>]) -> Vec<Located<'a>> {
+    let mut out = Vec::new();
+    let mut stack = Vec::new();
+    walk_struct(fields, &mut stack, &mut out);
+    out
+}
+
+type Stack<'x, 'a> = Vec<&'x [super::body::Field<'a>]>;
+
+fn walk_struct<'x, 'a>(
+    fields: &'x [super::body::Field<'a>],
+    stack: &mut Stack<'x, 'a>,
+    out: &mut Vec<Located<'a>>,
+) {
+    for (i, f) in fields.iter().enumerate() {
+        stack.push(&fields[..i]);
+        walk_node(&f.node, stack, out);
+        stack.pop();
+    }
+}
+
+fn walk_node<'x, 'a>(
+    n: &'x super::body::Node<'a>,
+    stack: &mut Stack<'x, 'a>,
+    out: &mut Vec<Located<'a>>,
+) {
+    use super::body::Value;
+    match &n.value {
+        Value::Struct(fields) => walk_struct(fields, stack, out),
+        Value::Array(items) => {
+            for it in items {
+                walk_node(it, stack, out);
+            }
+        }
+        Value::Records { .. } => out.push(locate(stack, n.start, n.end)),
+        _ => {}
+    }
+}
+
+fn locate<'a>(stack: &Stack<'_, 'a>, start: usize, end: usize) -> Located<'a> {
+    use super::body::Value;
+    let get = |d: &[super::body::Field<'a>], name: &str| {
+        d.iter()
+            .rev()
+            .find(|f| name == f.name)
+            .map(|f| f.node.value.clone())
+    };
+    let mut l = Located {
+        start,
+        end,
+        topic: None,
+        topic_id: None,
+        partition: None,
+    };
+    let mut have_topic = false;
+    for d in stack.iter().rev() {
+        if l.partition.is_none() {
+            for key in ["index", "partition_index", "partition"] {
+                if let Some(Value::Int(v)) = get(d, key) {
+                    l.partition = Some(v);
+                    break;
+                }
+            }
+        }
+        if !have_topic {
+            match (get(d, "name"), get(d, "topic"), get(d, "topic_id")) {
+                (Some(Value::Str(s)), _, _) | (_, Some(Value::Str(s)), _) => {
+                    l.topic = Some(s);
+                    have_topic = true;
+                }
+                (_, _, Some(Value::Uuid(u))) => {
+                    l.topic_id = Some(u);
+                    have_topic = true;
+                }
+                _ => {}
+            }
+        }
+        if have_topic && l.partition.is_some() {
+            break;
+        }
+    }
+    l
+}

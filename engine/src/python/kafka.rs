@@ -475,11 +475,37 @@ fn kafka_bench_records(sets: Vec<(Vec<u8>, bool)>, repeat: usize) -> u128 {
     t.elapsed().as_nanos()
 }
 
+/// The record sets of a body with their topic and partition (what the messages table needs):
+/// a list of (start, end, topic name or None, topic id or None, partition or None), offsets in
+/// `body`; `None` for an unknown api/version.
+#[pyfunction]
+#[pyo3(signature = (is_response, api_key, version, body, start=0))]
+fn kafka_record_sets<'py>(
+    py: Python<'py>,
+    is_response: bool,
+    api_key: i16,
+    version: i16,
+    body: &[u8],
+    start: usize,
+) -> PyResult<Option<Bound<'py, PyList>>> {
+    let Some(plan) = schema::plan(api_key, version, is_response) else {
+        return Ok(None);
+    };
+    let d = body::decode_body(body, start, plan, &[]);
+    let out = PyList::empty(py);
+    for l in records::locate_record_sets(&d.fields) {
+        let tid = l.topic_id.map(|u| body::uuid_string(&u));
+        out.append((l.start, l.end, l.topic.as_deref(), tid, l.partition))?;
+    }
+    Ok(Some(out))
+}
+
 /// Adds the Kafka functions to the extension module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kafka_decode, m)?)?;
     m.add_function(wrap_pyfunction!(kafka_decode_data, m)?)?;
     m.add_function(wrap_pyfunction!(kafka_records, m)?)?;
+    m.add_function(wrap_pyfunction!(kafka_record_sets, m)?)?;
     m.add_function(wrap_pyfunction!(kafka_request_header, m)?)?;
     m.add_function(wrap_pyfunction!(kafka_response_header, m)?)?;
     m.add_function(wrap_pyfunction!(kafka_bench_bodies, m)?)?;
