@@ -106,6 +106,9 @@ impl Gen {
                 let v = serde_json::json!({ "type": base });
                 self.field(&v, version, flexible, None)
             };
+            // The decoder bounds an array's count by the bytes left divided by this size, so
+            // it must never be 0 (a count could then allocate without limit).
+            assert!(elem.min_size > 0, "array {name:?} has elements of size 0");
             let min = if flexible { 1 } else { 4 };
             return Op {
                 expr: op_expr(
