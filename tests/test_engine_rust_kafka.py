@@ -465,3 +465,25 @@ def _with_bytes(plan: schema.Plan, rnd: random.Random, field: str, blobs: list[b
     finally:
         kafka_gen.gen = orig  # type: ignore[assignment]
     return data
+
+
+def test_damaged_utf8_is_replaced_as_python_does() -> None:
+    """Strings with broken UTF-8 (overlong forms, surrogates, cut sequences, stray bytes) come out
+    as Python's `decode("utf-8", "replace")` gives them (one U+FFFD per maximal bad subpart)."""
+    rnd = random.Random(41)
+    pool = [
+        b"\xf0\x80\x80",
+        b"\xed\xa0\x80",
+        b"\xe0\x80",
+        b"\xf4\x90\x80\x80",
+        b"\xc0\xaf",
+        b"\xe2\x82",
+        b"\xf5",
+    ]
+    for _ in range(3000):
+        s = b"".join(
+            rnd.choice([*pool, bytes([rnd.randrange(256)]), "é€😀".encode()])
+            for _ in range(rnd.randint(1, 6))
+        )
+        body = struct.pack(">ih", 1, len(s)) + s  # Metadata v1 request: one topic name
+        assert _engine.kafka_decode(False, 3, 1, body)[0]["topics"][0]["name"] == s.decode("utf-8", "replace")
