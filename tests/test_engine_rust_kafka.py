@@ -26,7 +26,7 @@ from tests.test_kafka_compiled import mutations
 from wiredump.dissect.limits import Limits
 from wiredump.dissect.model import Frame
 from wiredump.dissect.pipeline import Options, dissect
-from wiredump.dissect.protocols.kafka import embedded, schema, session, topics
+from wiredump.dissect.protocols.kafka import embedded, schema, session, summary, topics
 from wiredump.dissect.protocols.kafka.body import Bad, BodyDecoder, walk_body
 from wiredump.dissect.protocols.kafka.records import RecordContext, decode_record_set
 from wiredump.dissect.wire import Cursor, Short
@@ -487,3 +487,76 @@ def test_damaged_utf8_is_replaced_as_python_does() -> None:
         )
         body = struct.pack(">ih", 1, len(s)) + s  # Metadata v1 request: one topic name
         assert _engine.kafka_decode(False, 3, 1, body)[0]["topics"][0]["name"] == s.decode("utf-8", "replace")
+
+
+# -- summaries -------------------------------------------------------------------------------
+
+
+def reference_summary(data: bytes, start: int, key: int, v: int, kind: str, ptype: Any, names: Any) -> Any:
+    """`summary.summarize` of the walker's decode (record sets decoded, consumer protocol annotated)."""
+    plan = schema.plan(key, v, kind)
+    assert plan is not None
+
+    def hook(rec: bytes, at: int, stack: list[dict[str, Any]]) -> Any:
+        rc = RecordContext(Frame("kafka", "x", 0), "client", Limits(), None, None, False, at, True, {}, True)
+        return decode_record_set(rec, rc)
+
+    try:
+        out, _, _ = walk_body(data, start, plan, hook)
+    except (Short, Bad):
+        return None
+    embedded.annotate(key, kind, out, ptype)
+    f = Frame("kafka", schema.api_names()[key], key, kind=kind, version=v)
+    return summary.summarize(f, out, None, names)
+
+
+def same_summary(
+    data: bytes, start: int, key: int, v: int, kind: str, ptype: Any, names: Any, what: Any
+) -> None:
+    ref = reference_summary(data, start, key, v, kind, ptype, names)
+    known = dict(names._names) if names is not None else None
+    got = _engine.kafka_summary(kind == "response", key, v, data, start, ptype, known)
+    assert got == ref, what
+
+
+@pytest.mark.parametrize("kind", ["request", "response"])
+def test_random_bodies_summarise_the_same(kind: str) -> None:
+    rnd = random.Random(51 if kind == "request" else 52)
+    for key, v, k in every_plan():
+        if k != kind:
+            continue
+        plan = schema.plan(key, v, kind)
+        assert plan is not None
+        for _ in range(3):
+            _, data = gen_struct(plan, rnd, 0, records=True)
+            for m in [data, *mutations(data, rnd)[:2]]:
+                same_summary(
+                    m, 0, key, v, kind, rnd.choice([None, "consumer"]), topics.TopicNames(), (key, v, m)
+                )
+
+
+@pytest.mark.parametrize("path", _captures(), ids=lambda p: p.stem)
+def test_every_captured_body_summarises_the_same(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each captured body, with the topic names learnt from the responses before it."""
+    layouts = {id(schema.plan(k, v, kind)): (k, v, kind) for k, v, kind in reversed(every_plan())}
+    names = topics.TopicNames()
+    real = session.decode_body
+    seen = 0
+
+    def checked(data: bytes, start: int, plan: schema.Plan, hook: Any, secrets: frozenset[str] = frozenset()):
+        nonlocal seen
+        seen += 1
+        key, v, kind = layouts[id(plan)]
+        same_summary(bytes(data), start, key, v, kind, "consumer", names, (path.name, seen))
+        try:
+            out, _, _ = walk_body(bytes(data), start, plan, None)
+            if kind == "response":
+                names.learn(out)
+        except (Short, Bad):
+            pass
+        return real(data, start, plan, hook, secrets)
+
+    monkeypatch.setattr(session, "decode_body", checked)
+    for _ in dissect([str(path)], Options()):
+        pass
+    assert seen > 0

@@ -7,3 +7,4 @@ pub mod embedded;
 pub mod header;
 pub mod records;
 pub mod schema;
+pub mod summary;

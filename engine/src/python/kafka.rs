@@ -9,7 +9,7 @@ use crate::kafka::body::{self, Decoded, Field, Node, Value};
 use crate::kafka::codecs::Limits;
 use crate::kafka::records::{self, control_type_name, Control, Entry};
 use crate::kafka::schema::{self, Plan};
-use crate::kafka::{embedded, header};
+use crate::kafka::{embedded, header, summary};
 
 fn value<'py>(py: Python<'py>, v: &Value<'_>) -> PyResult<Bound<'py, PyAny>> {
     Ok(match v {
@@ -500,11 +500,47 @@ fn kafka_record_sets<'py>(
     Ok(Some(out))
 }
 
+/// The timeline summary of a body (`summary.summarize` without the error suffix), with the
+/// consumer protocol of JoinGroup/SyncGroup decoded and record counts from the record sets;
+/// `topic_names` maps topic ids to names (the run's). `None` for an unknown api/version or a
+/// body that does not decode.
+#[pyfunction]
+#[pyo3(signature = (is_response, api_key, version, body, start=0, protocol_type=None, topic_names=None))]
+#[allow(clippy::too_many_arguments)]
+fn kafka_summary(
+    is_response: bool,
+    api_key: i16,
+    version: i16,
+    body: &[u8],
+    start: usize,
+    protocol_type: Option<&str>,
+    topic_names: Option<std::collections::HashMap<String, String>>,
+) -> Option<String> {
+    let plan = schema::plan(api_key, version, is_response)?;
+    let mut d = body::decode_body(body, start, plan, &[]);
+    if d.error.is_some() {
+        return None;
+    }
+    embedded::annotate(api_key, is_response, &mut d.fields, protocol_type);
+    let names = topic_names.unwrap_or_default();
+    let count = |s: usize, e: usize| {
+        records::decode_record_set(&body[s..e], false, &mut Limits::default()).record_count
+    };
+    let name_of = |id: &str| names.get(id).cloned();
+    let cx = summary::Context {
+        version,
+        record_count: &count,
+        topic_name: &name_of,
+    };
+    Some(summary::summarize(api_key, !is_response, &d.fields, &cx))
+}
+
 /// Adds the Kafka functions to the extension module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kafka_decode, m)?)?;
     m.add_function(wrap_pyfunction!(kafka_decode_data, m)?)?;
     m.add_function(wrap_pyfunction!(kafka_records, m)?)?;
+    m.add_function(wrap_pyfunction!(kafka_summary, m)?)?;
     m.add_function(wrap_pyfunction!(kafka_record_sets, m)?)?;
     m.add_function(wrap_pyfunction!(kafka_request_header, m)?)?;
     m.add_function(wrap_pyfunction!(kafka_response_header, m)?)?;
