@@ -1,16 +1,19 @@
 //! Fuzzes the Kafka decoder: the first two bytes pick an (api key, version, direction) plan
 //! from the generated tables (or, past them, the request/response headers), the rest is the
-//! body. Every record set the body holds goes through the record-set decoder. Checks that
-//! nothing panics and that every span lies inside the input.
+//! body. Every record set the body holds goes through the record-set decoder, the record sets
+//! are located, the consumer protocol decoded and the summary line made. Checks that nothing
+//! panics and that every span lies inside the input.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use wiredump_engine::kafka::body::{decode_body, Field, Node, Value};
 use wiredump_engine::kafka::codecs::Limits;
+use wiredump_engine::kafka::embedded::annotate;
 use wiredump_engine::kafka::header::{request_header, response_header};
-use wiredump_engine::kafka::records::decode_record_set;
+use wiredump_engine::kafka::records::{decode_record_set, locate_record_sets};
 use wiredump_engine::kafka::schema::API_PLANS;
+use wiredump_engine::kafka::summary::{summarize, Context};
 
 fn check(n: &Node<'_>, len: usize, body: &[u8], limits: &mut Limits) {
     assert!(
@@ -52,9 +55,24 @@ fuzz_target!(|data: &[u8]| {
     };
     let plan = if pick % 2 == 1 { p.response } else { p.request };
     let Some(plan) = plan else { return };
-    let d = decode_body(body, 0, plan, &["auth_bytes"]);
+    let mut d = decode_body(body, 0, plan, &["auth_bytes"]);
     assert!(d.end <= body.len());
     for f in &d.fields {
         check(&f.node, body.len(), body, &mut limits);
     }
+    for l in locate_record_sets(&d.fields) {
+        assert!(l.start <= l.end && l.end <= body.len());
+    }
+    // What the timeline does with a body: the consumer protocol, then the summary line.
+    let response = pick % 2 == 1;
+    annotate(p.key, response, &mut d.fields, Some("consumer"));
+    let count = |s: usize, e: usize| {
+        decode_record_set(&body[s..e], false, &mut Limits::default()).record_count
+    };
+    let cx = Context {
+        version: p.version,
+        record_count: &count,
+        topic_name: &|_| None,
+    };
+    let _ = summarize(p.key, !response, &d.fields, &cx);
 });
