@@ -228,3 +228,32 @@ def test_write_usage_errors(capsys: pytest.CaptureFixture[str], captures: Path, 
     r = run_cli(capsys, path, "-Y", "kafka", "-w", blocker / "sub.pcap")
     assert r.code == 2 and r.err.startswith(f"wiredump: -w {blocker / 'sub.pcap'}: cannot be written")
     assert len(r.err.splitlines()) == 1
+
+
+def test_written_capture_reads_the_same_in_tshark(
+    capsys: pytest.CaptureFixture[str], captures: Path, tmp_path: Path
+) -> None:
+    """tshark finds in the small capture the same Kafka PDUs (api key, version, correlation id, topics) as in
+    the original, for the frames the filter keeps."""
+    path = captures / PINNED
+    out = tmp_path / "small.pcap"
+    r = run_cli(capsys, path, "-Y", 'kafka.topic == "kp-pinned-snappy"', "-w", out)
+    assert r.code == 0, r.err
+    cols = [
+        "-e",
+        "kafka.api_key",
+        "-e",
+        "kafka.api_version",
+        "-e",
+        "kafka.correlation_id",
+        "-e",
+        "kafka.topic_name",
+    ]
+
+    def pdus(p: Path) -> Counter[str]:
+        text = tshark("-r", str(p), "-Y", 'kafka.topic_name == "kp-pinned-snappy"', "-T", "fields", *cols)
+        return Counter(text.splitlines())
+
+    expected = pdus(path)
+    assert sum(expected.values()) > 10
+    assert pdus(out) == expected

@@ -299,6 +299,50 @@ def test_a_port_detected_on_one_connection_decides_an_ambiguous_one(tmp_path: Pa
     assert [f.packet for f in frames] == sorted(f.packet for f in frames)
 
 
+# -- the scores themselves ----------------------------------------------------------------------------
+OWN_PORTS = {"kafka": KAFKA, "pulsar": 6650, "pravega": 12345, "tank": TANK}
+
+
+def first_bytes(cap: V.Capture, port: int) -> list[tuple[bytes, bytes]]:
+    """(client, server) first 64 KiB of every connection that carried data both ways, in capture order."""
+    conns: dict[frozenset, tuple[bytearray, bytearray]] = {}
+    for r in cap.recs:
+        t = r.tcp()
+        if t is None or not t.payload:
+            continue
+        c, s = conns.setdefault(t.conn, (bytearray(), bytearray()))
+        side = s if t.src[1] == port else c
+        if len(side) < 65536:
+            side += t.payload
+    return [(bytes(c[:65536]), bytes(s[:65536])) for c, s in conns.values() if c and s]
+
+
+@pytest.mark.parametrize("proto", sorted(OWN_PORTS))
+def test_each_protocol_is_sure_of_its_own_traffic_and_of_no_other(proto: str) -> None:
+    """Every connection of every real capture: its protocol (the folder it was recorded for) scores at
+    least the minimum on what each side sent; every other protocol stays below it, both ways round."""
+    from wiredump.dissect.protocols import all_protocols
+    from wiredump.dissect.protocols.base import MIN_CONFIDENCE
+
+    specs = all_protocols()
+    paths = sorted((CAPTURES / proto).glob("*.pcap"))
+    checked = 0
+    for path in paths:
+        try:
+            cap = V.read(path)
+        except ValueError:
+            continue  # not Ethernet (go-sniffer-kafka is Linux cooked)
+        for client, server in first_bytes(cap, OWN_PORTS[proto]):
+            assert specs[proto].score(client, server, True) >= MIN_CONFIDENCE, path.name
+            for other, spec in specs.items():
+                if other != proto:
+                    assert spec.score(client, server, True) < MIN_CONFIDENCE, (path.name, other)
+                    assert spec.score(client, server, False) < MIN_CONFIDENCE, (path.name, other)
+                    assert spec.score(server, client, False) < MIN_CONFIDENCE, (path.name, other)
+            checked += 1
+    assert checked >= len(paths)
+
+
 # -- noise is undecoded, never a guess ------------------------------------------------------------------
 def noise(recs: list[V.Rec], seed: int, head: Callable[[int], bytes] | None = None) -> list[V.Rec]:
     """Every payload replaced by seeded random bytes of the same length (same sequence numbers);

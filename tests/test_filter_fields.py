@@ -251,3 +251,40 @@ def test_field_filters_give_the_same_lines_on_two_workers(
         path, "kafka.message_key contains 6c:7a:34:2d:6b:65:79:2d:30:30:30:31"
     )  # "lz4-key-0001"
     assert {int(line.split()[0]) for line in serial.out.splitlines()} == expected
+
+
+def test_safe_regex_agrees_with_re_on_generated_patterns() -> None:
+    """Python's re is the oracle, on patterns and texts drawn from a small alphabet (fixed seed)."""
+    import random
+
+    rnd = random.Random(16)
+    atoms = ["a", "b", ".", "[ab]", "[^a]", "(a|b)", "(ab)", "\\d", "x"]
+    quants = ["", "", "*", "+", "?", "{1,2}"]
+    anchors = [("", ""), ("^", ""), ("", "$"), ("\\b", "")]
+    for _ in range(300):
+        body = "".join(rnd.choice(atoms) + rnd.choice(quants) for _ in range(rnd.randint(1, 4)))
+        head, tail = rnd.choice(anchors)
+        pat = head + body + tail
+        rx = SafeRegex(pat)
+        for _ in range(8):
+            text = "".join(rnd.choice("ab1x \n") for _ in range(rnd.randint(0, 12)))
+            assert rx.search(text) == (re.search(pat, text) is not None), (pat, text)
+
+
+def test_frame_time_delta_against_pcap_times(capsys: pytest.CaptureFixture[str], captures: Path) -> None:
+    """frame.time_delta: seconds since the previous decoded frame (times read straight from the pcap)."""
+    path = captures / PINNED
+    times = pcap_times(path)
+    r = run_cli(capsys, path, "-T", "fields", "-e", "frame.number", "-e", "frame.time_delta")
+    assert r.code == 0, r.err
+    rows = [line.split("\t") for line in r.out.splitlines()]
+    assert len(rows) > 100
+    previous = None
+    for number, delta in rows:
+        ts = times[int(number) - 1]
+        expected = 0 if previous is None else ts - previous
+        assert delta == f"{expected / 1e6:.9f}"
+        previous = ts
+    r = run_cli(capsys, path, "-Y", "frame.time_delta > 1", "-T", "fields", "-e", "frame.number")
+    long_waits = [int(n) for (n, d) in rows if float(d) > 1]
+    assert long_waits and [int(n) for n in r.out.split()] == long_waits

@@ -97,6 +97,8 @@ def follow(
         ev = item.ev
         if not started:
             clock.start(run.info.first_ts_us)
+            if flt is not None:
+                flt.start_capture(run.info.first_ts_us)  # frame.time_relative counts from here
             started = True
             if len(captures) > 1:
                 head = f"==> {escape(run.info.name)} <=="

@@ -34,18 +34,12 @@ def frame_object(f: Frame, capture: str, verbose: bool = False) -> dict[str, Any
     """The frames-table row of `f` with `detail` as an object (and, `verbose`, its messages and anomalies)."""
     from wiredump.dissect.tables import anomaly_row, frame_row, json_row, message_row
 
-    obj = json_row("frames", frame_row(f, capture))
-    detail = obj.get("detail")
-    if isinstance(detail, str):
-        try:
-            obj["detail"] = json.loads(detail)
-        except ValueError:
-            pass  # not JSON (cannot happen for rows the tables build): kept as it is
+    obj = _parsed(json_row("frames", frame_row(f, capture)))
     if verbose:
         obj["messages"] = [
             {
                 k: v
-                for k, v in json_row("messages", message_row(m, f, capture, False)).items()
+                for k, v in _parsed(json_row("messages", message_row(m, f, capture, False))).items()
                 if k not in _REPEATED
             }
             for m in f.messages

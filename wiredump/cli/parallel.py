@@ -106,7 +106,9 @@ def _worker(job: Job, conn: Any) -> None:
                 text_lines.clear()
             elif ev.kind == ANOMALY and ev.frame is None and show_anomalies:
                 a = ev.obj
-                if a.kind in tl.SHOWN_ANOMALIES or opts.all_anomalies:
+                # Snap-length notes are one summary line in a serial run (cli.notes); not per packet here.
+                shown = a.kind in tl.SHOWN_ANOMALIES and a.kind != "truncated_packet"
+                if shown or opts.all_anomalies:
                     printer.anomaly(a, run.info.packet_ts(a.packet))
                     batch.append((cap_index, a.packet, False, "\n".join(out.lines) + "\n"))
                     out.lines.clear()

@@ -411,9 +411,9 @@ def tree(value: Any, key: str = "", depth: int = 0) -> Iterator[TreeLine]:
 def message_tree(messages: list[Message], values: str = "short") -> dict[str, Any]:
     """The carried messages as a tree node.
 
-    `values`: `none` shows sizes only (key_size, header value lengths); `short` each key, value and header value as escaped
-    text (hex when not UTF-8) cut at VALUE_WIDTH, the full length in the type column;
-    `full` the whole of them.
+    `values`: `none` shows sizes only (key_size, header value lengths); `short` each key,
+    value and header value as escaped text (hex when not UTF-8) cut at VALUE_WIDTH, the
+    full length in the type column; `full` the whole of them.
     """
     out = []
     for m in messages:

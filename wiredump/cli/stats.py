@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Annotated, Any
 
 import typer
@@ -32,6 +32,7 @@ from wiredump.cli.render import (
 from wiredump.cli.source import Progress, Run
 from wiredump.cli.timeline import Color, Filter, ProgressOpt, compile_or_exit
 from wiredump.dissect.filter import DisplayFilter
+from wiredump.dissect.pipeline import CAPTURE_END, Event
 from wiredump.dissect.stats import StatsCollector
 
 TYPE_HEADERS = ["protocol", "type", "frames", "bytes", "errors", "p50", "p90", "p99", "max", "unanswered"]
@@ -283,8 +284,23 @@ def collect(
 ) -> StatsCollector:
     run = Run(captures, make_options(decode_as), progress=progress and Progress.wanted())
     stats = StatsCollector(display_filter.matches if display_filter is not None else None)
-    stats.add_events(run.events())
+    events = run.events()
+    if display_filter is not None:
+        events = _with_origin(events, run, display_filter)
+    stats.add_events(events)
     return stats
+
+
+def _with_origin(events: Iterator[Event], run: Run, flt: DisplayFilter) -> Iterator[Event]:
+    """The events, telling the filter where each capture starts (frame.time_relative counts from there)."""
+    started = False
+    for ev in events:
+        if not started:
+            flt.start_capture(run.info.first_ts_us)
+            started = True
+        if ev.kind == CAPTURE_END:
+            started = False
+        yield ev
 
 
 @app.command(

@@ -7,7 +7,6 @@ table's rows instead, `-Y` keeps the frames a display filter matches.
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -462,11 +461,10 @@ def timeline(
         write_matching(captures, write, opts.filter, make_options(decode_as), progress)
         return
     options = make_options(decode_as, keep_bytes=hex_)
-    # Lines show counts, not each message: skip per-message decoding unless the field tree
-    # or the filter looks at messages (a word test: at worst it keeps decoding on).
+    # Lines show counts, not each message: skip per-message decoding unless the field tree, the
+    # filter (the `topic`/`messages` columns, per-record fields) or an -e column looks at messages.
     options.messages = (
         verbose
-        or bool(display_filter and re.search(r"\b(topic|messages)\b", display_filter))
         or bool(opts.filter and opts.filter.needs_messages)
         or bool(columns and columns.needs_messages)
     )

@@ -15,9 +15,9 @@ Semantics, chosen to match Wireshark's: a comparison with a column that has no
 value (null) is false, whichever the operator (so `error_code != 0` keeps only frames
 that carry an error code other than 0); a multi-valued column (`topic`, `anomaly`)
 matches when any of its values does, except `!=`, which (as in Wireshark 3.6+) is
-`!(… == …)` on a frame that has the field: none of its values is equal. A bare word on the right of an operator is a
-string (`type == Produce`). Numbers may carry a time unit (`us`, `ms`, `s`) that turns
-them into microseconds.
+`!(… == …)` on a frame that has the field: none of its values is equal. A bare word
+on the right of an operator is a string (`type == Produce`). Numbers may carry a time
+unit (`us`, `ms`, `s`) that turns them into microseconds.
 
 Beyond the columns, a filter may name any declared field (`wiredump fields` lists
 them): `frame.*`/`tcp.stream` by tshark's names and each protocol's own fields, e.g.

@@ -10,6 +10,11 @@ from dataclasses import dataclass
 
 MiB = 1024 * 1024
 
+MESSAGE_LIMIT = "message_limit"
+"""Anomaly kind: a frame carried more application messages than `Limits.max_messages`.
+Not the frame's fault: its status is what the decode of every message says (the messages past
+the cap are still read and checked where the protocol allows, only not kept as rows)."""
+
 
 @dataclass(slots=True)
 class Limits:
@@ -21,7 +26,25 @@ class Limits:
     """Largest output/input ratio once the output passes `ratio_floor` bytes."""
     ratio_floor: int = 1 * MiB
     max_stream_buffer: int = 128 * MiB
-    """Bytes one direction of a connection may hold while a frame completes."""
+    """Bytes one direction of a connection may hold while a frame completes. The framer also
+    holds no more than the protocol's largest frame (it skips the rest of a frame declared
+    larger); this is the engine's own ceiling over every protocol's maximum (see
+    `framing.ConnectionFramer`)."""
+    max_messages: int = 100_000
+    """Application messages one frame keeps as `Message` rows. A compressed batch under the
+    ratio cap can hold millions of empty records (a 26 KB Kafka gzip batch: 2.4M); each row is a
+    few hundred bytes of Python, so past this the rest are read, checked and counted, not kept
+    (a `message_limit` anomaly). The frame's status does not change."""
+    max_connections: int = 65_536
+    """Connections whose state the reassembler keeps at once (closed ones waiting for their
+    last packets, half-open ones waiting for data). Past this the oldest is released: its
+    summary is emitted and a later packet of its 4-tuple would start a new stream."""
+    half_open_us: int = 60_000_000
+    """Capture time after which a connection that never carried a byte of payload (a SYN
+    without data, a handshake nobody used) is released and counted (`half_open_released`)."""
+    closed_linger_us: int = 10_000_000
+    """Capture time a closed or reset connection is kept after its last packet, so that the
+    last ACK, a retransmitted FIN or a late RST still count in its row (as tshark counts them)."""
     max_out_of_order: int = 8 * MiB
     """Bytes of out-of-order segments held per direction before a gap is declared."""
     max_pending_requests: int = 65536
@@ -29,6 +52,17 @@ class Limits:
     max_depth: int = 16
     """Nesting depth for recursive structures (legacy message sets, protobuf)."""
     decompressed_total: int = 0
+
+    def over_messages(self, kept: int, total: int) -> tuple[str, str] | None:
+        """The `message_limit` anomaly (kind, detail) for a frame that carried `total` messages of
+        which `kept` were kept, or None when none were left out."""
+        if total <= kept:
+            return None
+        return (
+            MESSAGE_LIMIT,
+            f"{total} messages in the frame; the first {kept} are kept as rows, "
+            f"{total - kept} more were read and counted only (limit {self.max_messages} per frame)",
+        )
 
     def allowance(self, compressed_size: int) -> int:
         """Bytes the next decompression may produce."""

@@ -369,7 +369,7 @@ class _Capture:
             self.replayed.append(frame)
         else:
             self.held.append(frame)
-        self.held_bytes += frame.length
+        self.held_bytes += _held_size(frame)
 
     def anomaly(self, anomaly: Anomaly) -> None:
         self.ready.append(Event(ANOMALY, anomaly, self.name))
@@ -409,7 +409,7 @@ class _Capture:
             while ready and (ready[0].kind != ANOMALY or ready[0].obj.packet <= f.packet):
                 yield ready.popleft()
             held.popleft()
-            self.held_bytes -= f.length
+            self.held_bytes -= _held_size(f)
             yield Event(FRAME, f, self.name)
             for a in f.anomalies:
                 yield Event(ANOMALY, a, self.name, f)
@@ -424,6 +424,15 @@ class _Capture:
             ):
                 break
             yield ready.popleft()
+
+
+MESSAGE_HELD_SIZE = 256
+"""What a held frame's message counts for in `hold_bytes`, beyond its wire bytes: a compressed
+batch of a few KB can carry up to `Limits.max_messages` messages of a few hundred bytes each."""
+
+
+def _held_size(frame: Frame) -> int:
+    return frame.length + len(frame.messages) * MESSAGE_HELD_SIZE
 
 
 MAX_READY_HELD = 65_536

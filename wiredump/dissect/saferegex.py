@@ -189,6 +189,10 @@ class SafeRegex:
         self.pattern = pattern
         self.prog = comp.prog
         self.multiline = bool(flags & re.MULTILINE)
+        self._lazy = not any(ins[0] == _ASSERT for ins in self.prog)
+        """Without anchors the set of live states depends on the characters only: cache its transitions
+        (a lazy DFA), so each character costs one dictionary lookup once the pattern has warmed up."""
+        self._steps: dict[tuple[tuple[int, ...], str], tuple[int, ...] | None] = {}
 
     def _add(self, states: list[int], seen: set[int], pc: int, text: str, i: int) -> bool:
         """Follow jumps/splits/assertions from pc; True when MATCH is reachable."""
@@ -216,6 +220,44 @@ class SafeRegex:
         return False
 
     def search(self, text: str) -> bool:
+        if self._lazy:
+            return self._search_cached(text)
+        return self._search(text)
+
+    MAX_CACHED_STEPS = 20_000
+    """Transitions kept per pattern; the cache starts over past this (memory stays bounded)."""
+
+    def _search_cached(self, text: str) -> bool:
+        start: list[int] = []
+        if self._add(start, set(), 0, "", 0):
+            return True
+        cur = tuple(start)
+        steps = self._steps
+        prog = self.prog
+        for c in text:
+            key = (cur, c)
+            if key in steps:
+                nxt = steps[key]
+            else:
+                states: list[int] = []
+                seen: set[int] = set()
+                matched = False
+                for pc in cur:
+                    if prog[pc][1](c) and self._add(states, seen, pc + 1, "", 0):
+                        matched = True
+                        break
+                if not matched and self._add(states, seen, 0, "", 0):
+                    matched = True
+                nxt = None if matched else tuple(states)
+                if len(steps) >= self.MAX_CACHED_STEPS:
+                    steps.clear()
+                steps[key] = nxt
+            if nxt is None:
+                return True
+            cur = nxt
+        return False
+
+    def _search(self, text: str) -> bool:
         prog = self.prog
         current: list[int] = []
         seen: set[int] = set()

@@ -43,6 +43,10 @@ class ConnContext:
     options: dict[str, object] = field(default_factory=dict)
     report: Callable[[Anomaly], None] = lambda a: None
     """Report an anomaly that belongs to no frame (the engine stamps packet and stream)."""
+    run_state: dict[str, object] = field(default_factory=dict)
+    """State one run (one capture) shares between its connections, keyed by protocol-qualified
+    names (e.g. Kafka's topic names); made once per capture by the pipeline, never process-global.
+    Left to its default, it belongs to this connection alone."""
 
 
 class Session(ABC):
@@ -100,6 +104,11 @@ class ProtocolSpec(ABC):
     """Well-known server ports: a connection on one of them is this protocol's, whatever its bytes."""
     max_frame: int = 0
     """Largest frame (framing included) that the protocol allows; beyond it, `oversize_frame`."""
+    shares_run_state: bool = False
+    """True when a session learns from other connections through `ConnContext.run_state`. Then a
+    worker of a parallel run (which decodes only its share of the connections) also frames the
+    others, with `options["observe"]` set: the session learns what it would learn and returns no
+    frames, so that every worker knows the same at each point of the capture."""
 
     def score(self, client: bytes, server: bytes, opened: bool) -> int:
         """How sure (0–100) that a connection whose client sent `client` and whose server sent

@@ -152,6 +152,7 @@ def declare() -> list[FieldDecl]:
                 "partition",
                 "partition_index",
                 "partition_indexes",
+                "partitions",  # where it is a list of indexes (structures are not values)
                 "partition_id",
                 *(f"{p}/index" for p in sorted(partition_parents)),
             ),

@@ -18,7 +18,7 @@ from typing import Any
 import crc32c
 
 from wiredump.dissect import codecs
-from wiredump.dissect.limits import Limits
+from wiredump.dissect.limits import MESSAGE_LIMIT, Limits
 from wiredump.dissect.model import BAD_CHECKSUM, MALFORMED, Anomaly, Frame, Message
 from wiredump.dissect.protocols.kafka.embedded import decode_control_value
 
@@ -258,6 +258,7 @@ def _batch_v2(data: bytes, pos: int, end: int, base_offset: int, rc: RecordConte
     # Every record is read and checked even when nobody wants the messages (the plain
     # timeline): a frame's status must not depend on which command or filter asked for it.
     msgs = rc.frame.messages if emit and rc.messages else None
+    room = rc.limits.max_messages - stats.get("records", 0)  # the frame's cap (Limits.max_messages)
     ts_fixed = max_ts if log_append else None
     direction, topic, partition = rc.direction, rc.topic, rc.partition
     controls: list[dict[str, Any]] = []
@@ -357,7 +358,7 @@ def _batch_v2(data: bytes, pos: int, end: int, base_offset: int, rc: RecordConte
             if control:
                 controls.append(_control(key, value))
                 continue
-            if msgs is not None:
+            if msgs is not None and n < room:
                 msgs.append(
                     Message(
                         direction,
@@ -401,6 +402,16 @@ def _batch_v2(data: bytes, pos: int, end: int, base_offset: int, rc: RecordConte
             "malformed",
             f"batch at offset {base_offset}: {rend - p} bytes after the last record",
             rel + p,
+        )
+    if emit and b["record_count"] > room >= 0:
+        # Counted, not materialised (whatever the command, so the anomaly is the same everywhere).
+        _problem(
+            rc,
+            None,
+            MESSAGE_LIMIT,
+            f"batch at offset {base_offset}: records past the frame's {rc.limits.max_messages}th "
+            f"were read and checked, not kept ({b['record_count'] - room} of {b['record_count']})",
+            pos,
         )
     stats["records"] = stats.get("records", 0) + b["record_count"]
     return b

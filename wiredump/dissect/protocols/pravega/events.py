@@ -49,19 +49,24 @@ class Records:
     is_events: bool = True
     """False when the bytes are not a record sequence (a byte stream, or garbage)."""
     reason: str = ""
+    count: int = 0
+    """Whole records read; more than `events` holds past the `keep` of `split_records`."""
 
 
-def split_records(data: bytes | bytearray | memoryview, allow_tail: bool) -> Records:
+def split_records(data: bytes | bytearray | memoryview, allow_tail: bool, keep: int | None = None) -> Records:
     """Split `data` into `[0][len][bytes]` records.
 
     With `allow_tail`, a last record cut short (its header promising more than is
     left) is allowed: `whole` then stops before it. Without, the records must cover
-    the data exactly.
+    the data exactly. At most `keep` events are kept (`Limits.max_messages`): the rest
+    are checked the same way and counted in `count`.
     """
     out = Records()
     n = len(data)
     pos = 0
     events = out.events
+    count = 0
+    keep = n if keep is None else keep
     while pos + 8 <= n:
         kind, size = _HDR.unpack_from(data, pos)
         if kind != 0 or size < 0 or size > MAX_EVENT_SIZE:
@@ -71,8 +76,11 @@ def split_records(data: bytes | bytearray | memoryview, allow_tail: bool) -> Rec
         end = pos + 8 + size
         if end > n:
             break
-        events.append((pos, bytes(data[pos + 8 : end])))
+        if count < keep:
+            events.append((pos, bytes(data[pos + 8 : end])))
+        count += 1
         pos = end
+    out.count = count
     out.whole = pos
     left = n - pos
     if left:
@@ -201,7 +209,9 @@ class ReadJoiner:
         self._tails: OrderedDict[str, _Tail] = OrderedDict()
         self._bytes = 0
 
-    def split(self, segment: str, offset: int, data: bytes) -> tuple[Records, int, int]:
+    def split(
+        self, segment: str, offset: int, data: bytes, keep: int | None = None
+    ) -> tuple[Records, int, int]:
         """Records in this read (joined with a kept tail when the offsets meet).
 
         Returns (records, base offset of records' offsets in the segment, joined tail bytes).
@@ -214,11 +224,11 @@ class ReadJoiner:
             buf = tail.data
             buf += data
             joined = len(buf) - len(data)
-            recs = split_records(buf, allow_tail=True)
+            recs = split_records(buf, allow_tail=True, keep=keep)
             if recs.is_events:
                 self._keep(segment, offset + len(data), buf, recs.whole)
                 return recs, offset - joined, joined
-        recs = split_records(data, allow_tail=True)
+        recs = split_records(data, allow_tail=True, keep=keep)
         if recs.is_events:
             self._keep(segment, offset + len(data), data, recs.whole)
         return recs, offset, 0

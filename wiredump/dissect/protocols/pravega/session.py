@@ -55,6 +55,7 @@ from wiredump.dissect.protocols.pravega.commands import (
 from wiredump.dissect.protocols.pravega.events import (
     BlockAssembler,
     ReadJoiner,
+    Records,
     describe_block,
     split_records,
 )
@@ -261,7 +262,7 @@ class PravegaSession(Session):
         elif name == "ConditionalAppend":
             event = fields["event"]["data"]
             fields["data_length"] = len(event)
-            self._produce(f, fields["writer_id"], [event], fields["event_number"])
+            self._produce(f, fields["writer_id"], [event], fields["event_number"], 1)
         elif name == "ConditionalBlockEnd":
             self._on_append_data(f, fields["data"], fields["event_number"], None)
         elif name == "SegmentRead":
@@ -343,24 +344,30 @@ class PravegaSession(Session):
         if not data:
             fields["data_kind"] = "empty"
             return
-        recs = split_records(data, allow_tail=False)
+        recs = split_records(data, allow_tail=False, keep=self.ctx.limits.max_messages)
         if not recs.is_events:
             fields["data_kind"] = "raw"
             fields["events"] = 0
             return
         fields["data_kind"] = "events"
-        fields["events"] = len(recs.events)
-        if num_events is not None and num_events != len(recs.events):
+        fields["events"] = recs.count
+        if num_events is not None and num_events != recs.count:
             f.anomalies.append(
-                Anomaly(
-                    "event_count_mismatch", f"numEvents says {num_events}, the data holds {len(recs.events)}"
-                )
+                Anomaly("event_count_mismatch", f"numEvents says {num_events}, the data holds {recs.count}")
             )
-        self._produce(f, fields["writer_id"], [p for _, p in recs.events], last_event)
+        self._over(f, recs)
+        self._produce(f, fields["writer_id"], [p for _, p in recs.events], last_event, recs.count)
 
-    def _produce(self, f: Frame, writer: str, payloads: list[bytes], last_event: int) -> None:
+    def _over(self, f: Frame, recs: Records) -> None:
+        """Say so when the frame held more events than it keeps (`Limits.max_messages`); the
+        status stays: the cap is ours, not the frame's fault."""
+        over = self.ctx.limits.over_messages(len(recs.events), recs.count)
+        if over is not None:
+            f.anomalies.append(Anomaly(*over))
+
+    def _produce(self, f: Frame, writer: str, payloads: list[bytes], last_event: int, count: int) -> None:
         segment = self._writer_segment.get(writer)
-        first = last_event - len(payloads) + 1
+        first = last_event - count + 1
         for i, payload in enumerate(payloads):
             n = first + i
             f.messages.append(
@@ -383,13 +390,14 @@ class PravegaSession(Session):
         if not data:
             fields["data_kind"] = "empty"
             return
-        recs, base, joined = self._reads.split(segment, offset, data)
+        recs, base, joined = self._reads.split(segment, offset, data, self.ctx.limits.max_messages)
         if not recs.is_events:
             fields["data_kind"] = "raw"
             fields["events"] = 0
             return
         fields["data_kind"] = "events"
-        fields["events"] = len(recs.events)
+        fields["events"] = recs.count
+        self._over(f, recs)
         if joined:
             fields["joined_from_previous_read"] = joined
         cut = self._reads.pending(segment)

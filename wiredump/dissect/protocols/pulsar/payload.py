@@ -99,6 +99,17 @@ class Unpacked:
     """(anomaly kind, detail)."""
     size: int | None = None
     """Bytes after decompression (None when it failed or the payload is encrypted)."""
+    read: int = -1
+    """Logical messages read, kept in `entries` or not (see `Limits.max_messages`); -1: as many
+    as `entries` holds."""
+    value_bytes: int = -1
+    """Payload bytes of every message read; -1: the sum over `entries`."""
+
+    def __post_init__(self) -> None:
+        if self.read < 0:
+            self.read = len(self.entries)
+        if self.value_bytes < 0:
+            self.value_bytes = sum(e.value_size for e in self.entries)
 
 
 def decompress(meta: Any, payload: bytes, limits: Limits) -> tuple[bytes | None, codecs.Problem]:
@@ -145,14 +156,27 @@ def unpack(meta: Any, payload: bytes, limits: Limits, show_secrets: bool = False
     problems = [problem] if problem else []
     if not meta.HasField("num_messages_in_batch"):
         return Unpacked([Entry(data, len(data))], compression, problems=problems, size=len(data))
-    entries, batch_problems = split_batch(meta, data, show_secrets)
-    return Unpacked(entries, compression, problems=problems + batch_problems, size=len(data))
+    entries, batch_problems, read, value_bytes = split_batch(meta, data, show_secrets, limits.max_messages)
+    return Unpacked(
+        entries,
+        compression,
+        problems=problems + batch_problems,
+        size=len(data),
+        read=read,
+        value_bytes=value_bytes,
+    )
 
 
 def split_batch(
-    meta: Any, data: bytes, show_secrets: bool = False
-) -> tuple[list[Entry], list[tuple[str, str]]]:
-    """num_messages_in_batch × [u32 size][SingleMessageMetadata][payload]."""
+    meta: Any, data: bytes, show_secrets: bool = False, keep: int | None = None
+) -> tuple[list[Entry], list[tuple[str, str]], int, int]:
+    """num_messages_in_batch × [u32 size][SingleMessageMetadata][payload].
+
+    Returns the entries (at most `keep`), the problems, how many entries were read and their
+    payload bytes: entries past `keep` are parsed and checked the same way (their metadata
+    gives the next one's place), only not kept.
+    """
+    count_cap = keep if keep is not None else 1 << 62
     count = meta.num_messages_in_batch
     indexes = list(meta.compacted_batch_indexes)
     if indexes:
@@ -160,6 +184,7 @@ def split_batch(
     entries: list[Entry] = []
     problems: list[tuple[str, str]] = []
     c = Cursor(data)
+    read = value_bytes = 0
     try:
         for i in range(max(count, 0)):
             if not c.left:
@@ -171,6 +196,10 @@ def split_batch(
                 problems.append(("malformed", f"batch entry {i}: {err}"))
                 break
             value = c.take(single.payload_size, "batch entry payload")
+            read += 1
+            value_bytes += len(value)
+            if i >= count_cap:
+                continue
             entries.append(
                 Entry(
                     value=None if single.null_value else value,
@@ -181,12 +210,12 @@ def split_batch(
                 )
             )
     except Short as e:
-        problems.append(("malformed", f"batch entry {len(entries)}: {e}"))
-    if len(entries) != count and not problems:
-        problems.append(("malformed", f"batch holds {len(entries)} entries, metadata says {count}"))
+        problems.append(("malformed", f"batch entry {read}: {e}"))
+    if read != count and not problems:
+        problems.append(("malformed", f"batch holds {read} entries, metadata says {count}"))
     elif c.left and not problems:
         problems.append(("malformed", f"{c.left} bytes after the last of {count} batch entries"))
-    return entries, problems
+    return entries, problems, read, value_bytes
 
 
 def key_of(partition_key: str | bytes, b64: bool) -> bytes | None:

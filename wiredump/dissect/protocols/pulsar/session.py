@@ -657,7 +657,10 @@ class PulsarSession(Session):
             else:
                 f.anomalies.append(Anomaly(kind, detail, sec.payload_offset))
         batched = meta.HasField("num_messages_in_batch")
-        fields["batch_entries"] = len(unpacked.entries) if batched and not unpacked.encrypted else None
+        fields["batch_entries"] = unpacked.read if batched and not unpacked.encrypted else None
+        over = self.ctx.limits.over_messages(len(unpacked.entries), unpacked.read)
+        if over is not None:
+            f.anomalies.append(Anomaly(*over, sec.payload_offset))  # our cap: the status stays
         if fields["batch_entries"] is not None:
             fields["entries"] = [
                 {"batch_index": e.batch_index, "single_metadata": e.single_dict, "value_size": e.value_size}
@@ -688,7 +691,7 @@ class PulsarSession(Session):
             base_detail["decompressed"] = False
         base_detail.update(chunk_detail)
 
-        total_bytes = 0
+        total_bytes = unpacked.value_bytes
         for e in unpacked.entries:
             detail = dict(base_detail)
             s = e.single
@@ -729,7 +732,6 @@ class PulsarSession(Session):
                 message_id = schema.message_id_str(mid, e.batch_index, partition)
             headers = [(schema.text(kv.key), _raw(kv.value)) for kv in props] or None
             value = None if detail.get("null_value") else e.value
-            total_bytes += e.value_size
             f.messages.append(
                 Message(
                     direction=direction,
@@ -750,10 +752,10 @@ class PulsarSession(Session):
             self.deliveries.put((sub.consumer_id, mid.ledgerId, mid.entryId), f)
             c = self.consumers.get(sub.consumer_id)
             if c is not None:
-                c["delivered"] += len(unpacked.entries)
+                c["delivered"] += unpacked.read
                 fields["consumer"] = self._consumer_view(c)
 
-        n = len(f.messages)
+        n = unpacked.read
         parts = [who]
         if topic:
             parts.append(topic)

@@ -42,12 +42,26 @@ class Bundle:
     """Sequence number of the message that would follow this bundle."""
     codec: str = "none"
     problems: list[Problem] = field(default_factory=list)
+    parsed: int = 0
+    """Messages read from the set; more than `messages` holds when the frame's cap
+    (`Limits.max_messages`) was reached: those were checked and counted, not kept."""
+    first_seq: int | None = None
+    last_seq: int | None = None
+    """Sequence numbers of the first and last message read (kept or not)."""
 
 
 def decode_bundle(
-    buf: bytes | memoryview, start: int, end: int, first_seq: int | None, limits: Limits
+    buf: bytes | memoryview,
+    start: int,
+    end: int,
+    first_seq: int | None,
+    limits: Limits,
+    keep: int | None = None,
 ) -> Bundle:
     """Decode the bundle in `buf[start:end]`; `first_seq` numbers a non-sparse bundle.
+
+    At most `keep` messages (default: `limits.max_messages`) are kept in `messages`; the rest
+    are read and checked the same way and only counted (`parsed`).
 
     Offsets in problems are offsets in `buf` (the frame), so they can be reported as is.
     """
@@ -100,7 +114,16 @@ def decode_bundle(
         b.next_seq = _next_after(first_seq, last_seq, count, sparse)
         return b
     _decode_message_set(
-        b, data, base, data_end, count, sparse, first_seq, last_seq, msgset_at if codec else None
+        b,
+        data,
+        base,
+        data_end,
+        count,
+        sparse,
+        first_seq,
+        last_seq,
+        msgset_at if codec else None,
+        limits.max_messages if keep is None else keep,
     )
     b.next_seq = _next_after(first_seq, last_seq, count, sparse)
     return b
@@ -124,6 +147,7 @@ def _decode_message_set(
     first_seq: int | None,
     last_seq: int | None,
     compressed_at: int | None,
+    keep: int,
 ) -> None:
     """Messages one after the other until the set ends (TANK iterates by bytes, as here).
 
@@ -137,6 +161,7 @@ def _decode_message_set(
     p = pos
     out = b.messages
     at = pos
+    first_read: int | None = None
     try:
         while p < end:
             at = p
@@ -171,13 +196,19 @@ def _decode_message_set(
             vlen, p = _varint(data, p, end, "content length")
             if p + vlen > end:
                 raise Short("content", p, vlen, end - p)
-            out.append(BundleMessage(seq, flags, ts, key, bytes(data[p : p + vlen])))
+            if idx < keep:
+                out.append(BundleMessage(seq, flags, ts, key, bytes(data[p : p + vlen])))
+            if not idx:
+                first_read = seq
             p += vlen
             idx += 1
+            b.last_seq = seq
     except Short as e:
         where = e.offset if compressed_at is None else compressed_at
         inside = "" if compressed_at is None else f" (byte {e.offset} of the uncompressed set)"
         b.problems.append(("malformed", f"message {idx} of bundle (at byte {at}): {e}{inside}", where))
+    b.parsed = idx
+    b.first_seq = first_read
     if idx != count and not b.problems:
         b.problems.append(
             (
@@ -214,9 +245,16 @@ class Chunk:
 
 
 def decode_chunk(
-    buf: bytes | memoryview, start: int, end: int, base_seq: int | None, limits: Limits
+    buf: bytes | memoryview,
+    start: int,
+    end: int,
+    base_seq: int | None,
+    limits: Limits,
+    keep: int | None = None,
 ) -> Chunk:
-    """A run of `[length varint][bundle]` records whose last one may be cut short."""
+    """A run of `[length varint][bundle]` records whose last one may be cut short; at most `keep`
+    messages of them all are kept (see `decode_bundle`)."""
+    left = limits.max_messages if keep is None else keep
     ch = Chunk(next_seq=base_seq)
     c = Cursor(buf, start, end)
     seq = base_seq
@@ -230,7 +268,8 @@ def decode_chunk(
         if blen > c.left:
             ch.partial = {"offset": at, "declared_length": blen, "available": c.left}
             break
-        bundle = decode_bundle(buf, c.pos, c.pos + blen, seq, limits)
+        bundle = decode_bundle(buf, c.pos, c.pos + blen, seq, limits, left)
+        left -= len(bundle.messages)
         bundle.fields["offset"] = at
         ch.bundles.append(bundle)
         seq = bundle.next_seq

@@ -24,6 +24,20 @@ class DecodeState:
     pair: Callable[[Frame, Any], Frame | None]
     """Pair a response with its request under a key; returns the request frame (or None)."""
     problems: list[tuple[str, str, int | None]] = field(default_factory=list)
+    kept: int = 0
+    """Messages of the frame kept as rows so far (at most `limits.max_messages`)."""
+    read: int = 0
+    """Messages of the frame read so far, kept or not."""
+
+    @property
+    def keep(self) -> int:
+        """How many more messages the frame may keep."""
+        return max(0, self.limits.max_messages - self.kept)
+
+    def count(self, bundle: Bundle) -> None:
+        """Account for a decoded bundle's messages (see `Limits.max_messages`)."""
+        self.kept += len(bundle.messages)
+        self.read += bundle.parsed
 
 
 @dataclass(slots=True)

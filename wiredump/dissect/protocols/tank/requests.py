@@ -70,15 +70,16 @@ def produce(c: Cursor, f: Frame, st: DecodeState) -> None:
             if with_seqnum:
                 first_seq = entry["first_seqnum"] = c.u64le("first message seqnum")
             c.need(blen, "bundle")
-            bundle = decode_bundle(c.buf, c.pos, c.pos + blen, first_seq, st.limits)
+            bundle = decode_bundle(c.buf, c.pos, c.pos + blen, first_seq, st.limits, st.keep)
+            st.count(bundle)
             c.pos += blen
             entry["bundle"] = bundle_fields(bundle)
             add_problems(st, bundle)
             bundle_messages(f, bundle, PRODUCE, name, pid, 0)
-            n = len(bundle.messages)
+            n = bundle.parsed
             seqs = ""
-            if bundle.messages and bundle.messages[0].seq is not None:
-                seqs = f" seq {bundle.messages[0].seq}..{bundle.messages[-1].seq}"
+            if n and bundle.first_seq is not None:
+                seqs = f" seq {bundle.first_seq}..{bundle.last_seq}"
             items.append(
                 f"{name}/{pid} {plural(n, 'msg')}{seqs}" + (" snappy" if bundle.codec == "snappy" else "")
             )

@@ -13,7 +13,7 @@ from typing import Any
 
 from wiredump.dissect.model import DELIVER, Frame
 from wiredump.dissect.protocols.tank import constants as C
-from wiredump.dissect.protocols.tank.bundles import decode_chunk
+from wiredump.dissect.protocols.tank.bundles import Bundle, decode_chunk
 from wiredump.dissect.protocols.tank.common import (
     ConsumeContext,
     DecodeState,
@@ -165,13 +165,15 @@ def _consume_body(
         min_seq = requested.get((name, pid))
         if min_seq in (C.SEQ_FIRST, C.SEQ_TAIL):
             min_seq = None
-        msgs_before = len(f.messages)
+        read: list[Bundle] = []
         if clen:
             at = c.pos
             end = min(c.pos + clen, c.end)
-            chunk = decode_chunk(c.buf, at, end, seq_from, st.limits)
+            chunk = decode_chunk(c.buf, at, end, seq_from, st.limits, st.keep)
             entry["bundles"] = [bundle_fields(b) for b in chunk.bundles]
+            read = [b for b in chunk.bundles if b.parsed]
             for i, b in enumerate(chunk.bundles):
+                st.count(b)
                 add_problems(st, b)
                 bundle_messages(f, b, DELIVER, name, pid, i, min_seq)
             if chunk.partial is not None:
@@ -179,7 +181,7 @@ def _consume_body(
                 entry["partial_bundle"] = chunk.partial
             c.pos = end
             c.need(clen - (end - at), f"chunk of {name}/{pid}")
-        items.append(_entry_text(name, entry, f.messages[msgs_before:]))
+        items.append(_entry_text(name, entry, read))
     what = f"req {f.correlation_id} " if f.correlation_id is not None else ""
     f.summary = what + join_items(items)
     _ok_unless_error(f)
@@ -218,7 +220,9 @@ class UnknownFlag(Exception):
         self.offset = offset
 
 
-def _entry_text(name: str, entry: dict[str, Any], msgs: list[Any]) -> str:
+def _entry_text(name: str, entry: dict[str, Any], read: list[Bundle]) -> str:
+    """The entry's part of the summary; `read`: its bundles that held messages (counted whether
+    or not they were kept, see `Limits.max_messages`)."""
     pid = entry["partition"]
     flag = entry["error_or_flags"]
     if flag == C.CONSUME_BOUNDARY:
@@ -229,9 +233,10 @@ def _entry_text(name: str, entry: dict[str, Any], msgs: list[Any]) -> str:
     if "error" in entry:
         return f"{name}/{pid} {entry['error']}"
     text = f"{name}/{pid} "
-    if msgs:
-        first, last = msgs[0].offset, msgs[-1].offset
-        text += plural(len(msgs), "msg") + (f" seq {first}..{last}" if first is not None else "")
+    if read:
+        first, last = read[0].first_seq, read[-1].last_seq
+        n = sum(b.parsed for b in read)
+        text += plural(n, "msg") + (f" seq {first}..{last}" if first is not None else "")
     else:
         text += "no data"
     text += f" hw {entry.get('high_watermark')}"

@@ -13,6 +13,7 @@ import struct
 from typing import Any
 
 from wiredump.dissect.codecs import LIMIT
+from wiredump.dissect.limits import MESSAGE_LIMIT
 from wiredump.dissect.model import (
     CLIENT,
     EVENT,
@@ -162,8 +163,11 @@ class TankSession(Session):
                 f.fields["cut_at"] = e.offset
         except UnknownFlag as e:
             f.flag(MALFORMED, "malformed", f"{name}: {e}", e.offset)
+        over = self.ctx.limits.over_messages(st.kept, st.read)
+        if over is not None:
+            st.problems.append((*over, None))
         for kind, detail, offset in st.problems:
-            if kind == LIMIT:
+            if kind in (LIMIT, MESSAGE_LIMIT):
                 f.anomalies.append(Anomaly(kind, detail, offset))  # our cap, not the frame's fault
             else:
                 f.flag(MALFORMED, kind, detail, offset)
