@@ -196,11 +196,24 @@ def test_every_captured_body_decodes_the_same(path: Path, monkeypatch: pytest.Mo
 # -- record sets ---------------------------------------------------------------------------------
 
 
-def reference_records(data: bytes, partial_ok: bool, topic: Any, partition: Any, base: int) -> tuple:
-    """What `records.decode_record_set` gives with messages wanted, on a fresh frame and limits."""
+def reference_records(
+    data: bytes,
+    partial_ok: bool,
+    topic: Any,
+    partition: Any,
+    base: int,
+    max_messages: int = 100_000,
+    prior: int = 0,
+) -> tuple:
+    """What `records.decode_record_set` gives with messages wanted, on a fresh frame and limits
+    (`prior`: records the frame counted before this set, against its `max_messages` cap)."""
     f = Frame("kafka", "Produce", 0)
-    rc = RecordContext(f, "client", Limits(), topic, partition, partial_ok, base, True, {}, True)
+    stats = {"records": prior} if prior else {}
+    limits = Limits(max_messages=max_messages)
+    rc = RecordContext(f, "client", limits, topic, partition, partial_ok, base, True, stats, True)
     out = decode_record_set(data, rc)
+    if prior:
+        del stats["records"]  # the Rust decoder counts this set only
     msgs = [
         (
             m.value_size,
@@ -219,9 +232,11 @@ def reference_records(data: bytes, partial_ok: bool, topic: Any, partition: Any,
     return out, msgs, anomalies, f.status, rc.stats
 
 
-def comparable(result: tuple) -> str:
+def comparable(result: tuple, ignore_records: bool = False) -> str:
     """The library's own words for broken compressed data differ (zlib vs flate2…): keep the codec."""
     out, msgs, anomalies, status, stats = result
+    if ignore_records:
+        stats = {k: v for k, v in stats.items() if k != "records"}
     anomalies = [
         (k, ": ".join(d.split(": ")[:2]) if k == "decompression_failed" else d, o) for k, d, o in anomalies
     ]
@@ -290,6 +305,20 @@ def test_every_captured_record_set_decodes_the_same(path: Path, monkeypatch: pyt
                     compared += 1
                     lenient += not same_records(m, ok, topic, partition, base, (path.name, i, m))
     assert lenient <= compared // 10
+
+
+@pytest.mark.parametrize("path", _captures()[1:4], ids=lambda p: p.stem)
+def test_the_frame_message_cap_applies_the_same(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past `Limits.max_messages` per frame, records are read and checked but not kept (a
+    `message_limit` note), counting the records of the frame's earlier sets too."""
+    noted = 0
+    for data, partial_ok, topic, partition, base in _record_sets(path, monkeypatch):
+        for cap, prior in ((3, 0), (5, 2), (0, 0), (2, 7)):
+            ref = reference_records(data, partial_ok, topic, partition, base, cap, prior)
+            got = _engine.kafka_records(data, partial_ok, topic, partition, base, cap, prior)
+            assert comparable(got, bool(prior)) == comparable(ref, bool(prior)), (path.name, cap, prior)
+            noted += any(k == "message_limit" for k, _, _ in got[2])
+    assert noted > 0
 
 
 def test_records_seen_on_the_compressed_and_legacy_captures() -> None:

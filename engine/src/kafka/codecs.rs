@@ -9,7 +9,7 @@ use std::io::Read;
 
 const MIB: u64 = 1024 * 1024;
 
-/// Bounds on decompression for one run (as `limits.Limits`).
+/// Bounds on decompression and kept messages for one run (as `limits.Limits`).
 #[derive(Clone, Debug)]
 pub struct Limits {
     /// Largest output of one decompression.
@@ -21,6 +21,8 @@ pub struct Limits {
     pub ratio_floor: u64,
     /// Output so far in this run.
     pub decompressed_total: u64,
+    /// Messages one frame keeps; past it they are read, checked and counted only.
+    pub max_messages: u64,
 }
 
 impl Default for Limits {
@@ -31,6 +33,7 @@ impl Default for Limits {
             max_ratio: 1000,
             ratio_floor: MIB,
             decompressed_total: 0,
+            max_messages: 100_000,
         }
     }
 }

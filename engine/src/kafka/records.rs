@@ -192,9 +192,22 @@ struct Ctx<'l, 'a> {
     problems: Vec<Problem>,
     stats: Stats,
     messages: Vec<Message<'a>>,
+    /// Records the frame counted before this record set (the frame's message cap spans them).
+    prior_records: i64,
 }
 
 impl Ctx<'_, '_> {
+    /// Records this frame has counted so far (the reference's `stats["records"]`).
+    fn records_so_far(&self) -> i64 {
+        let here = self
+            .stats
+            .counts
+            .iter()
+            .find(|(k, _)| *k == "records")
+            .map_or(0, |e| e.1 as i64);
+        self.prior_records + here
+    }
+
     fn problem(
         &mut self,
         status: Option<&'static str>,
@@ -262,6 +275,18 @@ pub fn decode_record_set<'a>(
     partial_ok: bool,
     limits: &mut Limits,
 ) -> RecordSet<'a> {
+    decode_record_set_in_frame(data, partial_ok, limits, 0)
+}
+
+/// [`decode_record_set`] for a record set of a frame that already counted `prior_records`
+/// records in its earlier sets: past `Limits::max_messages` per frame, records are read and
+/// checked but not kept as messages (a `message_limit` note).
+pub fn decode_record_set_in_frame<'a>(
+    data: &'a [u8],
+    partial_ok: bool,
+    limits: &mut Limits,
+    prior_records: u64,
+) -> RecordSet<'a> {
     let mut cx = Ctx {
         limits,
         partial_ok,
@@ -269,6 +294,7 @@ pub fn decode_record_set<'a>(
         problems: Vec::new(),
         stats: Stats::default(),
         messages: Vec::new(),
+        prior_records: prior_records as i64,
     };
     let n = data.len();
     let mut out = RecordSet {
@@ -498,6 +524,8 @@ fn batch_v2<'a>(
         base_sequence: b.base_sequence,
         transactional,
     };
+    // The frame's message cap (`Limits::max_messages`) left for this batch.
+    let room = cx.limits.max_messages as i64 - cx.records_so_far();
     let mut controls = Vec::new();
     let mut p = p0 as i128;
     let mut n = 0usize;
@@ -591,6 +619,9 @@ fn batch_v2<'a>(
                 controls.push(control_record(key, value));
                 continue;
             }
+            if (i as i64) >= room {
+                continue; // past the frame's cap: read and checked, not kept
+            }
             cx.messages.push(Message {
                 value_size: vlen.max(0),
                 offset: i128::from(base_offset) + off_delta,
@@ -636,6 +667,20 @@ fn batch_v2<'a>(
                 rend as i128 - p
             ),
             rel + p,
+        );
+    }
+    let max = cx.limits.max_messages;
+    if room >= 0 && b.record_count > room {
+        // Counted, not materialised (whatever the command, so the note is the same everywhere).
+        cx.problem(
+            None,
+            "message_limit",
+            format!(
+                "batch at offset {base_offset}: records past the frame's {max}th were read and checked, not kept ({} of {})",
+                b.record_count - room,
+                b.record_count
+            ),
+            Some(pos as i128),
         );
     }
     cx.stats.add("records", b.record_count as u64);
@@ -901,6 +946,7 @@ fn legacy_inner<'a>(
         problems: Vec::new(),
         stats: Stats::default(),
         messages: Vec::new(),
+        prior_records: cx.prior_records,
     };
     let mut msgs: Vec<Message<'_>> = Vec::new();
     let e = legacy(
