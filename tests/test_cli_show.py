@@ -113,7 +113,7 @@ def test_help_explains_every_option_with_an_example(capsys, command):
     options = text.split("Options:", 1)[1]
     entries = re.split(r"\n  (?=-)", options)
     for entry in entries:
-        if not entry.strip() or entry.strip().startswith("--help"):
+        if not entry.strip() or entry.strip().startswith(("--help", "-h, --help")):
             continue
         assert re.search(r"e\.g\.|E\.g\.|repeatable", entry), entry
 

@@ -234,6 +234,11 @@ def test_no_broker_traffic_says_so(capsys, tmp_path):
     assert res.err == (
         "wiredump: no Kafka/Pulsar/Pravega/TANK frames in 1 TCP connection (port 80); try -d PORT=PROTO\n"
     )
+    res = run_cli(capsys, "stats", pcap)
+    assert res.code == 0 and res.out.startswith("1 capture, 4 packets, 0 frames, 0 bytes")
+    assert res.err == (
+        "wiredump: no Kafka/Pulsar/Pravega/TANK frames in 1 TCP connection (port 80); try -d PORT=PROTO\n"
+    )
 
 
 def test_snap_length_notes_are_one_line_per_capture(capsys, tmp_path):
@@ -347,6 +352,8 @@ def test_show_and_follow_on_a_truncated_capture_exit_2(capsys, tmp_path, kafka_b
     n = len(pcap_times(kafka_basic))
     res = run_cli(capsys, "show", cut, "-p", str(n))
     assert res.code == 2 and "capture is truncated" in res.err
+    res = run_cli(capsys, "show", cut, "-p", "4")  # found long before the cut: still exit 2
+    assert res.code == 2 and "capture is truncated" in res.err and "ApiVersions" in res.out
     res = run_cli(capsys, "follow", cut, "-s", "0")
     assert res.code == 2 and "capture is truncated" in res.err and res.out
 

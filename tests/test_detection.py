@@ -60,6 +60,7 @@ def decode(path: Path, **options: object) -> tuple[list[Frame], list[Anomaly], l
             anomalies.append(ev.obj)
         elif ev.kind == "connection":
             conns.append(ev.obj)
+    assert not [a for a in anomalies if a.kind == "internal_error"]
     return frames, anomalies, conns
 
 
@@ -384,3 +385,32 @@ def test_noise_on_an_unknown_port_is_undecoded(
     assert conns and {c.protocol for c in conns} == {None}
     assert sum(c.bytes_client + c.bytes_server for c in conns) > 1000
     assert not {"malformed", "resync", "unknown_type"} & {a.kind for a in anomalies}
+
+
+@pytest.mark.internal_error_expected
+def test_a_protocol_whose_scoring_raises_is_an_internal_error_not_a_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug in one protocol's detection is reported (type, protocol, function) and costs only that
+    protocol's say: TANK on 11012 is still TANK when Kafka's scoring raises."""
+    from wiredump.dissect.protocols import all_protocols
+
+    kafka = type(all_protocols()["kafka"])
+
+    def broken(self: object, client: bytes, server: bytes, opened: bool) -> int:
+        raise ZeroDivisionError("scoring bug")
+
+    monkeypatch.setattr(kafka, "score", broken)
+    cap = capture("tank", "t01-basic")
+    var = V.write(cap, ports(cap.recs, lambda p: 11012 if p == TANK else p), tmp_path / "moved.pcap")
+    frames, anomalies = [], []
+    for ev in dissect([str(var)], Options()):
+        if ev.kind == "frame":
+            frames.append(ev.obj)
+        elif ev.kind == "anomaly":
+            anomalies.append(ev.obj)
+    errors = [a for a in anomalies if a.kind == "internal_error"]
+    assert errors and all("ZeroDivisionError" in a.detail and "kafka.score" in a.detail for a in errors)
+    assert all(a.stream is not None and a.packet for a in errors)
+    assert len(frames) == len(tsv_rows(CAPTURES / "tank" / "t01-basic.pdus.tsv"))
+    assert {f.protocol for f in frames} == {"tank"}

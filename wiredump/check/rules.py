@@ -13,17 +13,18 @@ from dataclasses import dataclass, field
 from wiredump.check import names, spec
 from wiredump.check.names import Pattern
 from wiredump.check.spec import Loc, SpecError
+from wiredump.dissect import anomalies
+from wiredump.dissect.model import STATUSES
 
-KNOWN_KINDS = (
-    # frame statuses
-    "ok", "malformed", "bad_checksum", "truncated", "unknown_type", "unsupported_version", "undecodable",
-    # anomaly kinds of the contract and of the decoders
-    "gap", "retransmission", "overlap_conflict", "out_of_order", "oversize_frame", "truncated_packet",
-    "truncated_capture", "resync", "decompression_failed", "decompression_limit", "chunk_incomplete",
-    "trailing_bytes", "unexpected_command", "unexpected_reply", "version_mismatch", "event_count_mismatch",
-    "bad_timestamp", "undecoded",
-)  # fmt: skip
-"""Used only to catch misspellings (a forbidden kind that is never reported would pass forever)."""
+
+def known_kinds() -> tuple[str, ...]:
+    """The frame statuses and every declared anomaly kind (`wiredump.dissect.anomalies`).
+
+    Used only to catch misspellings (a forbidden kind that is never reported would pass forever).
+    """
+    return (*STATUSES, *anomalies.declared())
+
+
 TOP_KEYS = ("forbid", "max_unanswered", "allowed_errors", "latency_ms", "expect", "versions")
 KINDS = ("request", "response", "event", "any")
 _PCT = re.compile(r"^p(\d{1,2}(?:\.\d+)?|100)$")
@@ -73,11 +74,12 @@ def typo_warnings(rules: Rules) -> list[str]:
     import difflib
 
     out = []
+    known = known_kinds()
     for r in rules.section("forbid"):
         kind = r.kinds[0]
-        if kind in KNOWN_KINDS or set("*?[") & set(kind):
+        if kind in known or set("*?[") & set(kind):
             continue
-        close = difflib.get_close_matches(kind, KNOWN_KINDS, n=1, cutoff=0.75)
+        close = difflib.get_close_matches(kind, known, n=1, cutoff=0.75)
         if close:
             out.append(
                 f"{rules.source}:{r.line}: warning: {kind!r} is not a status or anomaly kind that wiredump "

@@ -37,6 +37,21 @@ def protocol_titles() -> str:
     return "/".join(spec.title or spec.name.capitalize() for spec in all_protocols().values())
 
 
+def no_frames(connections: int, ports: dict[int, int], packets: int) -> str:
+    """`no Kafka/… frames in 2 TCP connections (ports 80, 443); try -d PORT=PROTO`.
+
+    `ports` counts connections per server port; the busiest ports are named first.
+    """
+    if not connections:
+        return f"no {protocol_titles()} frames: no TCP connection in {plural(packets, 'packet')}"
+    order = sorted(ports, key=lambda p: (-ports[p], p))
+    shown = ", ".join(str(p) for p in order[:MAX_PORTS]) + (", …" if len(order) > MAX_PORTS else "")
+    return (
+        f"no {protocol_titles()} frames in {plural(connections, 'TCP connection')} "
+        f"({'port' if len(order) == 1 else 'ports'} {shown}); try -d PORT=PROTO"
+    )
+
+
 @dataclass
 class CaptureNotes:
     """Counts, per capture, what the end-of-capture lines need; `end` returns those lines."""
@@ -77,20 +92,7 @@ class CaptureNotes:
         lines = []
         where = f"{escape(name)}: " if name else ""
         if self.frames == 0:
-            if self.connections:
-                ports = sorted(self.ports, key=lambda p: (-self.ports[p], p))
-                shown = ", ".join(str(p) for p in ports[:MAX_PORTS]) + (
-                    ", …" if len(ports) > MAX_PORTS else ""
-                )
-                lines.append(
-                    f"{where}no {protocol_titles()} frames in {plural(self.connections, 'TCP connection')} "
-                    f"({'port' if len(ports) == 1 else 'ports'} {shown}); try -d PORT=PROTO"
-                )
-            else:
-                lines.append(
-                    f"{where}no {protocol_titles()} frames: no TCP connection in "
-                    f"{plural(ev.obj.packets, 'packet')}"
-                )
+            lines.append(where + no_frames(self.connections, self.ports, ev.obj.packets))
         if self.snap and self.summarise_snap:
             first = self.snap_first
             assert first is not None

@@ -47,6 +47,16 @@ def _conf(items: list[str] | None) -> dict[str, str]:
     return out
 
 
+def _size(text: str) -> int:
+    """Bytes from `4096`, `64k`, `128m`, `1g`."""
+    t = text.strip().lower()
+    scale = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(t[-1:], 1)
+    digits = t[:-1] if scale > 1 else t
+    if not digits.isdigit() or int(digits) * scale < 1:
+        raise UsageError(f"--split-size takes a size such as 128m or 65536, not {text!r}")
+    return int(digits) * scale
+
+
 def _session(master: str | None, conf: list[str] | None):  # noqa: ANN202 - SparkSession, imported lazily
     from wiredump.spark.session import SparkUnavailable, get_session
 
@@ -56,29 +66,19 @@ def _session(master: str | None, conf: list[str] | None):  # noqa: ANN202 - Spar
         raise UsageError(str(e)) from e
 
 
-def _check_captures(captures: list[str]) -> None:
-    """Fail early (exit 2) on a local path that is missing or not a capture."""
-    from wiredump.dissect.capture import open_capture
-
-    for c in captures:
-        if c == "-":
-            raise UsageError("spark export reads capture files, not stdin")
-        if "://" in c:
-            continue  # read by the executors through Spark
-        open_capture(c).close()
-
-
 @spark_app.command(
     "export",
-    help="Write the five tables with Spark, partitioned by capture_date and protocol: "
-    "DIR/<table>/capture_date=…/protocol=…/part-….parquet.\n\n"
+    help="Write the tables with Spark: DIR/<table>/part-RRRRR-PPPPP.parquet (the local export's columns "
+    "plus capture_date), and DIR/captures/ (one row per input: status and reason). Captures are cut "
+    "into byte ranges read in parallel; globs and directories expand to files.\n\n"
     "Example: wiredump spark export captures/*.pcap -o tables/",
 )
 def spark_export(
     captures: Annotated[
         list[str],
         typer.Argument(
-            help="Capture files readable by the executors (local paths, or hdfs://, s3a://… URIs)."
+            help="Capture files, globs or directories readable by the executors (local paths, or "
+            "file://, hdfs://, s3a://… URIs)."
         ),
     ],
     out: Annotated[str, typer.Option("-o", "--out", help="Output directory (or URI), e.g. -o tables/.")],
@@ -88,15 +88,88 @@ def spark_export(
         bool, typer.Option("--values", help="Include message values in the messages table.")
     ] = False,
     decode_as: DecodeAs = None,
+    mode: Annotated[
+        str | None,
+        typer.Option(
+            "--mode",
+            help="append: add this run's files to an existing export; overwrite: replace what earlier "
+            "wiredump runs wrote there (nothing else is deleted). Without it, a directory that already "
+            "holds tables is refused.",
+        ),
+    ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="Exit 2 (writing nothing) when an input is missing, empty, unreadable or not a capture.",
+        ),
+    ] = False,
+    split_size: Annotated[
+        str,
+        typer.Option(
+            "--split-size",
+            help="Capture bytes per range, one task each (k, m, g suffixes): e.g. 128m (default), 1g.",
+        ),
+    ] = "128m",
+    shards: Annotated[
+        int,
+        typer.Option(
+            "--shards",
+            help="Tasks that share the connections of one capture read in several ranges (each reads "
+            "every packet, decodes its share): for captures of many busy connections.",
+        ),
+    ] = 1,
 ) -> None:
     from wiredump.cli.app import make_options
-    from wiredump.spark.export import JobOptions, run_export
+    from wiredump.spark.export import ExportError, JobOptions, has_export, plan_inputs, run_export
 
     make_options(decode_as)  # validates the protocol names
-    _check_captures(captures)
+    if "-" in captures:
+        raise UsageError("spark export reads capture files, not stdin")
+    if mode not in (None, "append", "overwrite"):
+        raise UsageError(f"--mode must be append or overwrite, not {mode!r}")
+    if shards < 1:
+        raise UsageError("--shards must be at least 1")
+    options = JobOptions(
+        values=values, decode_as=parse_decode_as(decode_as), split_size=_size(split_size), shards=shards
+    )
+    try:
+        if mode is None and has_export(out):
+            raise UsageError(
+                f"{out} already holds an export: add to it with --mode append, or --mode overwrite"
+            )
+    except OSError as e:
+        raise UsageError(f"{out}: cannot be used as the output ({e})") from e
+    planned = plan_inputs(captures, options)
+    skipped = [r for r in planned[1] if r.status != "ok"]
+    if len(skipped) == len(planned[1]):
+        more = f" (and {len(skipped) - 1} more inputs)" if len(skipped) > 1 else ""
+        raise UsageError(f"nothing to export: {skipped[0].reason}{more}")
+    for r in skipped:
+        typer.echo(f"skipped: {r.reason}", err=True)
+    if strict and skipped:
+        raise UsageError(
+            f"{len(skipped)} of {len(planned[1])} inputs cannot be read (--strict): nothing written"
+        )
     spark = _session(master, conf)
-    counts = run_export(spark, captures, out, JobOptions(values=values, decode_as=parse_decode_as(decode_as)))
-    typer.echo(", ".join(f"{n}: {c}" for n, c in counts.items()), err=True)
+    try:
+        result = run_export(spark, captures, out, options, mode or "error", planned=planned)
+    except ExportError as e:
+        raise UsageError(str(e)) from e
+    late = [r for r in result.skipped if r not in skipped]  # found unreadable while reading
+    for r in late:
+        typer.echo(f"skipped: {r.reason}", err=True)
+    skipped = result.skipped
+    truncated = [r for r in result.captures if r.status == "truncated"]
+    for r in truncated:
+        typer.echo(f"truncated: {r.reason}", err=True)
+    ok = sum(r.status in ("ok", "truncated") for r in result.captures)
+    typer.echo(
+        f"{ok} of {len(result.captures)} captures exported (run {result.run}), "
+        f"{len(skipped)} skipped, {len(truncated)} truncated: see {out.rstrip('/')}/captures/",
+        err=True,
+    )
+    typer.echo(", ".join(f"{n}: {c}" for n, c in result.counts.items()), err=True)
 
 
 @spark_app.command(

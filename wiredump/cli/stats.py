@@ -155,6 +155,12 @@ def _summary_line(result: dict[str, Any]) -> str:
     )
 
 
+def _not_listed(result: dict[str, Any]) -> str:
+    tot = result["totals"]
+    n = tot["connections_not_listed"]
+    return f"… {plural(n, 'more connection')} not listed (the first {tot['connections'] - n} are)"
+
+
 def print_plain(result: dict[str, Any]) -> None:
     w = sys.stdout.write
     w(_summary_line(result) + "\n\n")
@@ -165,6 +171,8 @@ def print_plain(result: dict[str, Any]) -> None:
     multi = len(result["captures"]) > 1
     for line in plain_table(CONN_HEADERS, conn_rows(result, multi), right={4, 5, 6, 7}):
         w(line + "\n")
+    if result["totals"].get("connections_not_listed"):
+        w(_not_listed(result) + "\n")
     w("\nAnomalies\n")
     if result["anomalies"]:
         rows = [
@@ -255,6 +263,8 @@ def print_rich(out: Out, result: dict[str, Any]) -> None:
             cells[6] = Text(row[6], "bold red")
         c.add_row(*cells)
     out.render(c)
+    if result["totals"].get("connections_not_listed"):
+        out.line(_not_listed(result))
     a = _table("Anomalies")
     a.add_column("kind", no_wrap=True)
     a.add_column("count", justify="right", no_wrap=True)
@@ -338,6 +348,15 @@ def stats(
             print_rich(out, result)
         else:
             print_plain(result)
+        if result["totals"]["frames"] == 0 and display_filter is None:
+            from wiredump.cli.notes import no_frames
+
+            ports: dict[int, int] = {}
+            for c in result["connections"]:
+                port = int(c["server"].rpartition(":")[2])
+                ports[port] = ports.get(port, 0) + 1
+            packets = sum(c["packets"] for c in result["captures"])
+            typer.echo(f"wiredump: {no_frames(len(result['connections']), ports, packets)}", err=True)
     truncated = [c for c in result["captures"] if c["truncated"]]
     for c in truncated:
         typer.echo(f"wiredump: {c['name']}: capture is truncated: {c['truncated']}", err=True)

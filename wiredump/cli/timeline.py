@@ -38,25 +38,15 @@ from wiredump.cli.render import (
     rich_tree_line,
 )
 from wiredump.cli.source import REORDER_WINDOW, Item, Progress, Run, annotate, in_packet_order
+from wiredump.dissect import anomalies
 from wiredump.dissect.fields import FieldContext
 from wiredump.dissect.filter import DisplayFilter, FilterError, compile_filter
 from wiredump.dissect.model import Anomaly, Frame
 from wiredump.dissect.pipeline import ANOMALY, CAPTURE_END, FRAME
 
-SHOWN_ANOMALIES = frozenset(
-    {
-        "gap",
-        "resync",
-        "oversize_frame",
-        "truncated_capture",
-        "truncated_packet",
-        "bad_timestamp",
-        "overlap_conflict",
-        "undecodable",
-        "midstream",
-    }
-)
-"""Anomalies without a frame shown by default; the rest (retransmission, out_of_order…) with -A."""
+SHOWN_ANOMALIES = anomalies.shown_by_default()
+"""Anomalies without a frame shown by default: the kinds declared as errors and warnings
+(`wiredump.dissect.anomalies`); notes (retransmission, out_of_order…) with -A."""
 
 FORMATS = ("text", "json", "jsonl", "fields")
 

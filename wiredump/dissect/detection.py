@@ -31,7 +31,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from wiredump.dissect.model import CLIENT, SERVER
+from wiredump.dissect import internal
+from wiredump.dissect.model import CLIENT, SERVER, Anomaly
 from wiredump.dissect.protocols.base import CERTAIN, MIN_CONFIDENCE, ProtocolSpec
 from wiredump.dissect.tcp import Connection
 
@@ -135,6 +136,10 @@ class Decision:
     """For an undecoded connection: the protocol that scored best, and its score."""
     learned: int | None = None
     """The server port this decision taught (other connections on it are now this protocol's)."""
+    errors: list[Anomaly] = field(default_factory=list)
+    """`internal_error` anomalies: a protocol's scoring raised (a bug; it scored 0)."""
+    wait: bool = False
+    """Not a decision: only `errors` to report, the bytes stay held."""
 
 
 class Detector:
@@ -180,16 +185,24 @@ class Detector:
         if not conn.saw_syn:
             tries.append((True, server, client))
         scores: list[tuple[int, bool, ProtocolSpec]] = []
+        errors: list[Anomaly] = []
         for spec in self.protocols.values():
             for swap, c, s in tries:
                 try:
                     points = int(spec.score(c, s, opened))
-                except Exception:
+                except Exception as e:
                     points = 0
+                    roles = "roles swapped" if swap else "roles by port"
+                    errors.append(
+                        internal.internal_error(e, "score", spec.name, f"the first bytes ({roles})")
+                    )
                 scores.append((points, swap, spec))
         best = max((p for p, _, _ in scores), default=0)
         top = [(swap, spec) for p, swap, spec in scores if p == best]
-        undecided = Decision(None, best=(top[0][1].name, best) if best else None) if final else None
+        if final:
+            undecided = Decision(None, best=(top[0][1].name, best) if best else None, errors=errors)
+        else:  # no decision yet; errors of this try are reported all the same
+            undecided = Decision(None, errors=errors, wait=True) if errors else None
         if best < (MIN_CONFIDENCE if final else CERTAIN):
             return undecided
         if len({spec.name for _, spec in top}) > 1:
@@ -198,4 +211,4 @@ class Detector:
         port = conn.client_port if swap else conn.server_port
         taught = port not in self.learned
         self.learned.setdefault(port, spec)
-        return Decision(spec, swap, learned=port if taught else None)
+        return Decision(spec, swap, learned=port if taught else None, errors=errors)

@@ -179,7 +179,11 @@ class ConnectionFramer:
     # -- engine ------------------------------------------------------------------------------
     def _run(self, d: _Direction) -> None:
         session, role = self.session, d.role
-        max_frame = self.spec.max_frame
+        # The protocol's largest frame, within the engine's own ceiling (`Limits.max_stream_buffer`):
+        # the bytes a direction buffers while a frame completes never pass it.
+        ceiling = self.ctx.limits.max_stream_buffer
+        ours = not self.spec.max_frame or self.spec.max_frame > ceiling
+        max_frame = ceiling if ours else self.spec.max_frame
         while True:
             buf, pos = d.buf, d.pos
             avail = len(buf) - pos
@@ -229,7 +233,8 @@ class ConnectionFramer:
                         Anomaly(
                             "oversize_frame",
                             f"{role} frame at stream offset {d.base + pos} declares {n} bytes, "
-                            f"over the {self.spec.name} maximum of {max_frame}",
+                            f"over the {self.spec.name} maximum of {max_frame}"
+                            + (" (the engine's stream buffer limit)" if ours else ""),
                         ),
                         at_packet,
                     )

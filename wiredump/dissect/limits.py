@@ -30,7 +30,7 @@ class Limits:
     holds no more than the protocol's largest frame (it skips the rest of a frame declared
     larger); this is the engine's own ceiling over every protocol's maximum (see
     `framing.ConnectionFramer`)."""
-    max_messages: int = 100_000
+    max_messages: int = 25_000
     """Application messages one frame keeps as `Message` rows. A compressed batch under the
     ratio cap can hold millions of empty records (a 26 KB Kafka gzip batch: 2.4M); each row is a
     few hundred bytes of Python, so past this the rest are read, checked and counted, not kept

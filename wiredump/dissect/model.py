@@ -61,6 +61,9 @@ class Message:
     compression: str | None = None
     checksum_ok: bool | None = None
     detail: dict[str, Any] | None = None
+    offset_delta: int | None = None
+    """A produced record's place among the records its request carries for its partition (0 for the
+    first); `offset` is null until the broker's answer gives the base offset it adds to (Kafka)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -103,6 +106,9 @@ class Frame:
     latency_us: int | None = None
     awaiting: bool = False
     exchange_done: bool = False
+    released: bool = False
+    """Set by the pipeline when the frame leaves for the sinks: after that nothing may change it
+    (a response may complete its request's fields only while the request is still held)."""
 
     def flag(self, status: str, kind: str, detail: str, offset: int | None = None) -> None:
         """Mark the frame with a status and record why; the first non-ok status wins."""

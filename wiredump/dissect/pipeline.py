@@ -10,6 +10,7 @@ unpaired-for-now and its exchange is still recorded when the answer comes.
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -115,6 +116,15 @@ class _Capture:
         self.now_us = 0
         self.run_state: dict[str, object] = {}
         """What the capture's sessions share (`ConnContext.run_state`): made anew for every capture."""
+        self.rows: dict[int, tuple[int, ConnectionSummary | None]] = {}
+        """Released connections' rows (last packet, summary; None: another worker's) waiting for
+        every lower stream to be released, so that rows leave in stream order as they always did."""
+        self.row_heap: list[int] = []
+        self.next_row = 0
+        self.rows_out: deque[tuple[int, ConnectionSummary]] = deque()
+        """Rows in stream order, waiting for the held frames of their packets to leave first."""
+        self.late: set[int] = set()
+        """Open connections whose row gave up its place in stream order (see `_row`)."""
 
     # -- protocol choice (see detection.py) ----------------------------------------------------
     def owns(self, stream: int | None) -> bool:
@@ -178,9 +188,19 @@ class _Capture:
         decision = self.detector.by_bytes(conn, held, final)
         if decision is None:
             return
+        for a in decision.errors:
+            a.packet, a.stream = held.first_packet, conn.stream
+            self.on_anomaly(a)
+        if decision.wait:
+            return
         self.holding.pop(conn.stream, None)
         if decision.spec is None:
-            if closing and decision.best is not None and self.detector.held_total <= HOLD_TOTAL:
+            if (
+                closing
+                and decision.best is not None
+                and self.detector.held_total <= HOLD_TOTAL
+                and len(self.parked) < MAX_PARKED
+            ):
                 self.parked.append((conn, held, decision))
             else:
                 self.waiting.pop(conn.stream, None)
@@ -240,6 +260,8 @@ class _Capture:
                 continue
             self._decide(conn, held, final=True)
             self.on_close(conn)
+            if conn.released:
+                self._row(conn)
         self.parked = still
 
     def _undecoded(self, conn: Connection, held: Held, decision: Decision) -> None:
@@ -287,6 +309,8 @@ class _Capture:
                 self.detector.held_total -= held.size
                 self._undecoded(conn, held, undecided)
                 conn.user = False
+                if conn.released:
+                    self._row(conn)
             else:
                 still.append((conn, held, undecided))
         self.parked = still
@@ -358,6 +382,36 @@ class _Capture:
             conn.frames = conn.user.frames  # type: ignore[attr-defined]
             conn.user = False  # release the session's state
 
+    def on_release(self, conn: Connection) -> None:
+        """The reassembler dropped the connection: its row is final (unless detection parked it:
+        then once its port is learned or it expires, see `_unpark` and `_expire`)."""
+        if not isinstance(conn.user, Held):
+            self._row(conn)
+
+    def _row(self, conn: Connection) -> None:
+        """Queue a released connection's row; rows leave in stream order (as when every row was
+        made at the end of the capture), except that past `max_connections` rows waiting behind
+        connections still open, those open ones give up their place and leave when they end."""
+        stream = conn.stream
+        summary = _summary(conn) if self.owns(stream) else None
+        if stream in self.late:
+            self.late.discard(stream)
+            if summary is not None:
+                self.rows_out.append((conn.last_packet, summary))
+            return
+        rows, heap = self.rows, self.row_heap
+        rows[stream] = (conn.last_packet, summary)
+        heapq.heappush(heap, stream)
+        if len(rows) > self.limits.max_connections:
+            lowest = heap[0]
+            self.late.update(range(self.next_row, lowest))
+            self.next_row = lowest
+        while heap and heap[0] == self.next_row:
+            last, row = rows.pop(heapq.heappop(heap))
+            if row is not None:
+                self.rows_out.append((last, row))
+            self.next_row += 1
+
     def on_anomaly(self, anomaly: Anomaly) -> None:
         if self.options.shard is not None and not self.owns(anomaly.stream):
             return
@@ -410,6 +464,7 @@ class _Capture:
                 yield ready.popleft()
             held.popleft()
             self.held_bytes -= _held_size(f)
+            f.released = True
             yield Event(FRAME, f, self.name)
             for a in f.anomalies:
                 yield Event(ANOMALY, a, self.name, f)
@@ -424,7 +479,15 @@ class _Capture:
             ):
                 break
             yield ready.popleft()
+        rows_out = self.rows_out
+        while rows_out and (final or first is None or rows_out[0][0] < first):
+            yield Event(CONNECTION, rows_out.popleft()[1], self.name)
 
+
+MAX_PARKED = 4096
+"""Closed undecided connections waiting for their port to be learned, at most: each keeps its
+connection's state, so a flood of short connections on an unknown port must not park them all
+(past it they are reported undecoded at once)."""
 
 MESSAGE_HELD_SIZE = 256
 """What a held frame's message counts for in `hold_bytes`, beyond its wire bytes: a compressed
@@ -479,7 +542,7 @@ def _summary(conn: Connection) -> ConnectionSummary:
 def dissect_capture(reader: CaptureReader, options: Options) -> Iterator[Event]:
     """Every event of one opened capture, in order."""
     cap = _Capture(reader.name, options)
-    tcp = cap.tcp = TcpReassembler(cap, cap.limits, cap.server_ports)
+    tcp = cap.tcp = TcpReassembler(cap, cap.limits, cap.server_ports, cap.on_release)
     packets = 0
     for rec in reader:
         packets = rec.number
@@ -505,9 +568,10 @@ def dissect_capture(reader: CaptureReader, options: Options) -> Iterator[Event]:
                     ANOMALY, Anomaly("bad_timestamp", rec.ts_note, packet=rec.number, stream=None), cap.name
                 )
             )
+        tcp.expire(rec.ts_us)  # connections done with: rows out, state dropped
         if seg is not None:
             tcp.segment(seg, rec.number, rec.ts_us)
-        if cap.ready or cap.held:
+        if cap.ready or cap.held or cap.rows_out:
             yield from cap.release()
     tcp.finish()
     cap.end()
@@ -515,10 +579,31 @@ def dissect_capture(reader: CaptureReader, options: Options) -> Iterator[Event]:
         cap.ready.append(
             Event(ANOMALY, Anomaly("truncated_capture", reader.truncated, packet=packets), cap.name)
         )
-    yield from cap.release(final=True)
-    for conn in tcp.all:
-        if cap.owns(conn.stream):
-            yield Event(CONNECTION, _summary(conn), cap.name)
+    if cap.owns(None):
+        for kind, n, what in (
+            (
+                "half_open_released",
+                tcp.half_open_released,
+                "that never carried payload were released "
+                f"after {cap.limits.half_open_us // 1_000_000} s without a packet (half-open: SYN floods, "
+                "unused handshakes)",
+            ),
+            (
+                "connection_limit",
+                tcp.evicted,
+                f"were released early: more than "
+                f"{cap.limits.max_connections} were tracked at once (a later packet of theirs starts a new stream)",
+            ),
+        ):
+            if n:
+                cap.ready.append(
+                    Event(
+                        ANOMALY,
+                        Anomaly(kind, f"{n} connection{'s' if n != 1 else ''} {what}", packet=packets),
+                        cap.name,
+                    )
+                )
+    yield from cap.release(final=True)  # the connections' rows come last, in stream order
     yield Event(
         CAPTURE_END,
         CaptureEnd(cap.name, packets, reader.truncated, getattr(reader, "skipped_unknown_link", 0)),

@@ -166,7 +166,10 @@ def probe(name: str, uri: str | None = None) -> CaptureFile:
     except Exception as e:  # noqa: BLE001
         raise CaptureError(f"{name}: cannot be read ({e})") from None
     if head.startswith(COMPRESSED):
-        return CaptureFile(name, uri, size, "whole", data_start=0)
+        cf = CaptureFile(name, uri, size, "whole", data_start=0)
+        if "://" not in uri or uri.startswith("file://"):
+            _whole_reader(cf).close()  # a local file: check what it holds now (the header only)
+        return cf
     if len(head) >= 4 and struct.unpack_from("<I", head)[0] == PCAPNG_SHB:
         if len(head) < 12 or head[8:12] not in (b"\x4d\x3c\x2b\x1a", b"\x1a\x2b\x3c\x4d"):
             raise CaptureError(f"{name}: not a capture (pcapng section header with a bad byte-order mark)")
@@ -624,7 +627,10 @@ def _whole_reader(cf: CaptureFile) -> CaptureReader:
     to a temporary file in chunks first: never whole in memory)."""
     if "://" not in cf.uri or cf.uri.startswith("file://"):
         path = cf.uri.removeprefix("file://")
-        reader = CaptureReader(path)
+        try:
+            reader = CaptureReader(path)
+        except CaptureError as e:
+            raise CaptureError(str(e).replace(path, cf.name)) from None
         reader.name = cf.name
         return reader
     import tempfile
@@ -639,6 +645,8 @@ def _whole_reader(cf: CaptureFile) -> CaptureReader:
             out.write(chunk)
     try:
         reader = CaptureReader(tmp)
+    except CaptureError as e:  # name the capture, not the temporary copy
+        raise CaptureError(str(e).replace(tmp, cf.name)) from None
     finally:
         os.unlink(tmp)  # the reader holds the file open; the name goes at once
     reader.name = cf.name

@@ -153,6 +153,9 @@ class StatsCollector:
     """
 
     MAX_PACKETS_KEPT = 100
+    MAX_CONNECTIONS_LISTED = 10_000
+    """Connections listed one by one (the first ones, in stream order); all are counted. A SYN flood
+    of a million connections would otherwise cost gigabytes (issue 17.4)."""
 
     def __init__(self, keep: FramePredicate | None = None) -> None:
         self.keep = keep
@@ -160,6 +163,7 @@ class StatsCollector:
         self._loose: list[tuple[str, Any]] = []  # stream anomalies waiting for the verdict on their stream
         self.types: dict[tuple[str, str], TypeStats] = {}
         self.connections: list[tuple[str, ConnectionSummary]] = []
+        self.connection_count = 0
         self.anomalies: Counter[str] = Counter()
         self.anomaly_packets: defaultdict[str, list[int]] = defaultdict(list)
         self.captures: list[dict[str, Any]] = []
@@ -202,7 +206,9 @@ class StatsCollector:
             self._count_anomaly(a)
         elif kind == "connection":
             if keep is None or (ev.capture, ev.obj.stream) in self._streams:
-                self.connections.append((ev.capture, ev.obj))
+                self.connection_count += 1
+                if len(self.connections) < self.MAX_CONNECTIONS_LISTED:
+                    self.connections.append((ev.capture, ev.obj))
         elif kind == "capture_end":
             c = ev.obj
             self.captures.append(
@@ -278,7 +284,8 @@ class StatsCollector:
                 "frames": self.frames,
                 "bytes": self.bytes,
                 "messages": self.messages,
-                "connections": len(self.connections),
+                "connections": self.connection_count,
+                "connections_not_listed": self.connection_count - len(self.connections),
                 "anomalies": sum(self.anomalies.values()),
                 "internal_errors": self.anomalies[INTERNAL_ERROR],
                 "unanswered": sum(t.unanswered for t in types),

@@ -101,6 +101,7 @@ MESSAGES = pa.schema(
         ("compression", pa.string()),
         ("checksum_ok", pa.bool_()),
         ("detail", pa.string()),
+        ("offset_delta", pa.int64()),
     ]
 )
 
@@ -264,6 +265,7 @@ def message_tuple(m: Message, f: Frame, capture: str, values: bool) -> tuple[Any
         m.value if values else None,
         *_MESSAGE_TAIL(m),
         to_json(m.detail) if m.detail else None,
+        m.offset_delta,
     )
 
 
@@ -466,7 +468,17 @@ class TableBuilder:
                     for m in f.messages:
                         value = m.value if values else None
                         mdetail = to_json(m.detail) if m.detail else None
-                        add_message((cap, *place, *_MESSAGE_HEAD(m), value, *_MESSAGE_TAIL(m), mdetail))
+                        add_message(
+                            (
+                                cap,
+                                *place,
+                                *_MESSAGE_HEAD(m),
+                                value,
+                                *_MESSAGE_TAIL(m),
+                                mdetail,
+                                m.offset_delta,
+                            )
+                        )
                         size += ROW_OVERHEAD
                         if value is not None:
                             size += len(value)

@@ -7,10 +7,21 @@ an in-order byte stream: retransmitted bytes are dropped (conflicting ones
 reported), early segments wait in a bounded buffer, and bytes that never appear
 (capture loss, the receiver acknowledged them) become a reported gap instead of a
 stall.
+
+State is kept only while a connection can still change: a closed or reset connection is
+released `Limits.closed_linger_us` of capture time after its last packet (its last ACK, a
+retransmitted FIN or a late RST still count in its row, as tshark counts them), a connection
+that never carried a byte of payload (a SYN flood, an unused handshake) after
+`Limits.half_open_us`, and past `Limits.max_connections` tracked at once the oldest quiet one
+first. Released connections go to the `on_release` callback (their summary row); a later packet
+of a released 4-tuple starts a new stream, where tshark would have kept counting it in the old
+one: that is the price of bounded memory, paid only by captures that reach those limits.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -81,6 +92,7 @@ class Connection:
     saw_syn: bool = False
     reset: bool = False
     finished: bool = False  # reassembly flushed; later packets only count
+    released: bool = False  # dropped from the reassembler's table; its row is final
     protocol: str | None = None
     frames: int = 0
     user: object = None  # the pipeline's per-connection state
@@ -124,14 +136,34 @@ class TcpReassembler:
     """Feeds every TCP segment of a capture; calls the listener with in-order bytes."""
 
     def __init__(
-        self, listener: StreamListener, limits: Limits, server_ports: frozenset[int] = frozenset()
+        self,
+        listener: StreamListener,
+        limits: Limits,
+        server_ports: frozenset[int] = frozenset(),
+        on_release: Callable[[Connection], None] | None = None,
     ) -> None:
         self.listener = listener
         self.limits = limits
         self.server_ports = server_ports
         self.connections: dict[tuple[str, int, str, int], Connection] = {}
+        """Connections whose state is kept, by (client, client port, server, server port)."""
         self.all: list[Connection] = []
+        """Every connection, in stream order; kept only without `on_release` (tests, tools that
+        read the table after the capture). With it, released connections are handed over and
+        forgotten."""
+        self.on_release = on_release
         self._next_stream = 0
+        self._quiet: OrderedDict[int, Connection] = OrderedDict()
+        """Connections that never carried payload, least recently active first (aged out after
+        `half_open_us`)."""
+        self._closed: OrderedDict[int, Connection] = OrderedDict()
+        """Finished (closed or reset) connections, least recently active first (released after
+        `closed_linger_us`)."""
+        self.half_open_released = 0
+        """Connections released after `half_open_us` without a byte of payload."""
+        self.evicted = 0
+        """Connections released early because `max_connections` were tracked at once."""
+        self.released = 0
 
     # -- connection table --------------------------------------------------------------------
     def swap_roles(self, conn: Connection) -> None:
@@ -152,8 +184,7 @@ class TcpReassembler:
             conn = self.connections.get((seg.dst, seg.dport, seg.src, seg.sport))
         flags = seg.flags
         if conn is not None and flags & SYN and not flags & ACK and self._reopens(conn, seg):
-            self._finish(conn)
-            del self.connections[(conn.client, conn.client_port, conn.server, conn.server_port)]
+            self._release(conn)
             conn = None
         if conn is None:
             conn = self._open(seg, ts_us)
@@ -189,8 +220,64 @@ class TcpReassembler:
             conn = Connection(self._next_stream, seg.dst, seg.dport, seg.src, seg.sport, ts_us)
         self._next_stream += 1
         self.connections[(conn.client, conn.client_port, conn.server, conn.server_port)] = conn
-        self.all.append(conn)
+        self._quiet[conn.stream] = conn
+        if self.on_release is None:
+            self.all.append(conn)
+        if len(self.connections) > self.limits.max_connections:
+            self._evict()
         return conn
+
+    # -- releasing state ---------------------------------------------------------------------
+    def _release(self, conn: Connection) -> None:
+        """Flush the connection, drop every bit of state kept for it, hand its row over."""
+        if conn.released:
+            return
+        self._finish(conn)
+        key = (conn.client, conn.client_port, conn.server, conn.server_port)
+        if self.connections.get(key) is conn:
+            del self.connections[key]
+        self._quiet.pop(conn.stream, None)
+        self._closed.pop(conn.stream, None)
+        conn.released = True
+        self.released += 1
+        # What reassembly kept: nothing of it is read again.
+        for half in (conn.c2s, conn.s2c):
+            half.ooo = {}
+            half.recent = []
+        conn.queued = []
+        if self.on_release is not None:
+            self.on_release(conn)
+
+    def _evict(self) -> None:
+        """Too many connections tracked: release the least recently active finished one, else the
+        least recently active one without payload, else the oldest."""
+        if self._closed:
+            conn = next(iter(self._closed.values()))
+        elif self._quiet:
+            conn = next(iter(self._quiet.values()))
+        else:
+            conn = next(iter(self.connections.values()))
+        self.evicted += 1
+        self._release(conn)
+
+    def expire(self, now_us: int) -> None:
+        """Release what has been quiet long enough at capture time `now_us` (see the module doc)."""
+        closed, quiet = self._closed, self._quiet
+        if closed:
+            limit = now_us - self.limits.closed_linger_us
+            while closed:
+                conn = next(iter(closed.values()))
+                if conn.last_ts_us >= limit:
+                    break
+                self._release(conn)
+        if quiet:
+            limit = now_us - self.limits.half_open_us
+            while quiet:
+                conn = next(iter(quiet.values()))
+                if conn.last_ts_us >= limit:
+                    break
+                self.half_open_released += 1
+                self._release(conn)
 
     # -- per segment -------------------------------------------------------------------------
     def segment(self, seg: Segment, packet: int, ts_us: int) -> None:
@@ -198,6 +285,14 @@ class TcpReassembler:
         conn.packets += 1
         conn.last_ts_us = ts_us
         conn.last_packet = packet
+        stream = conn.stream
+        if conn.finished:
+            self._closed.move_to_end(stream)
+        elif stream in self._quiet:
+            if seg.payload or seg.missing:
+                del self._quiet[stream]  # it carries data: kept until it closes
+            else:
+                self._quiet.move_to_end(stream)
         flags = seg.flags
         if flags & SYN:
             conn.saw_syn = True
@@ -500,10 +595,19 @@ class TcpReassembler:
             self._unseen_gap(conn, half)
             half.recent.clear()
         conn.finished = True
+        if not conn.released:
+            self._quiet.pop(conn.stream, None)
+            self._closed[conn.stream] = conn
         self.listener.on_close(conn)
 
     def finish(self) -> None:
-        """End of capture: flush every connection still open."""
-        for conn in self.all:
-            self._finish(conn)
-        self.connections.clear()
+        """End of capture: flush every connection still open, release them all in stream order."""
+        if self.on_release is None:
+            for conn in self.all:
+                self._finish(conn)
+            self.connections.clear()
+            self._quiet.clear()
+            self._closed.clear()
+            return
+        for conn in sorted(self.connections.values(), key=lambda c: c.stream):
+            self._release(conn)

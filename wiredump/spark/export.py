@@ -1,211 +1,544 @@
-"""`wiredump spark export`: the five tables built on Spark from many captures.
+"""`wiredump spark export`: the five tables built on Spark from captures of any size.
 
-Each capture is dissected inside an executor by the same code the local export
-runs (`wiredump.dissect.tables.record_batches`), so the rows are the same. One
-Spark task per capture: the list of paths becomes a DataFrame with one row per
-partition, and `mapInArrow` turns each path into the record batches of the five
-tables, widened into one schema (`WIDE`: a `table` column, then every table's
-columns). Those rows are cached, so each capture is dissected once however many
-tables are written; each table is then a filter and a projection (run in the JVM)
-written as Parquet partitioned by `capture_date` and `protocol`.
+How a run goes (each step bounded in memory whatever the capture sizes):
 
-Paths must be readable by the executors (a local path in local mode; a shared
-file system on a cluster). Captures on HDFS/S3/… (a URI with a scheme) are read
-with Spark's `binaryFile` source instead and dissected from a temporary file
-(each such capture must be under 2 GiB, Spark's limit for one binary value).
+1. The driver expands the inputs (globs and directories, local or URIs) into files, makes
+   plain paths absolute (executors do not share the driver's working directory) and opens the
+   first bytes of each (`split.probe`). A missing, empty, unreadable or non-capture input
+   becomes a row of the `captures` table and a line of the summary; `--strict` stops there.
+2. Each capture is cut into byte ranges (`split.cut`); tasks count the records of each range
+   and the driver chains the counts into packet numbers (`split.plan`).
+3. Tasks read their ranges (`split.read_range`) and emit each record keyed by
+   (capture, packet number); Spark's shuffle brings each capture's records together in packet
+   order (`repartitionAndSortWithinPartitions`, which spills to disk, not memory), with small
+   captures packed together so that one task writes one file per table for many of them.
+4. Each task runs the engine over its captures' records (`wiredump.dissect.records`, the same
+   pipeline and row builder as the local export, so the rows are the same) and writes the
+   tables' Parquet files itself through pyarrow's file systems: no table passes through the
+   JVM, nothing is cached.
+5. The driver writes the `captures` table, an empty file for a table no task wrote (so every
+   table reads the same way), and `DIR/_wiredump.json`, the list of files each run wrote.
+   `--mode overwrite` deletes only files listed there, after the new run succeeded; `append`
+   adds a run; the default refuses a directory that already holds an export.
+
+Layout: `DIR/<table>/part-RRRRR-PPPPP.parquet` (run, partition: the same names for the same
+inputs), each file with every local column (same types and units) plus `capture_date`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import fnmatch
+import glob
+import itertools
+import json
+import math
 import os
-import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
-from wiredump.dissect.tables import SCHEMAS, TABLES
-from wiredump.spark.tables import DATE_COLUMN, PARTITION_COLUMNS, spark_arrow_schema, spark_schema
+from wiredump.dissect import split
+from wiredump.dissect.capture import CaptureError, Record
+from wiredump.dissect.tables import PARQUET_OPTIONS, SCHEMAS, TABLES
+from wiredump.spark.tables import CAPTURES_SCHEMA, DATE_COLUMN, spark_arrow_schema
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
+
+MANIFEST = "_wiredump.json"
+SPLIT_SIZE = 128 << 20
+"""Bytes per range: HDFS's block size, and a few seconds of one core's dissection."""
+FILE_BYTES = 256 << 20
+"""Capture bytes one writing task takes on, at most (unless fewer tasks than cores would do):
+the tables of that much capture are some tens of MB of Parquet, a sensible file size."""
+ROW_GROUP_ROWS = 65536
+ROW_GROUP_BYTES = 64 << 20
+"""A row group is written at this many rows or bytes, whichever comes first (message values
+can be large: memory per task stays bounded)."""
+GLOB_CHARS = frozenset("*?[")
 
 
-def _wide_schema() -> pa.Schema:
-    """Every column of every table once (same-named columns share a type), plus `table`."""
-    fields: dict[str, pa.Field] = {"table": pa.field("table", pa.string())}
-    for name in TABLES:
-        for f in spark_arrow_schema(name):
-            old = fields.setdefault(f.name, f)
-            if old.type != f.type:  # pragma: no cover - guarded by a test
-                raise TypeError(f"column {f.name} has two types: {old.type} and {f.type}")
-    return pa.schema(list(fields.values()))
-
-
-WIDE = _wide_schema()
-"""What the dissecting executors emit: rows of all five tables in one DataFrame, told apart by
-`table`, each row filling its own table's columns (the rest null). Writing a table is then a
-filter and a projection that Spark runs in the JVM over the cached rows, with no second pass
-through Python."""
+class ExportError(Exception):
+    """One sentence for the user (exit 2)."""
 
 
 @dataclass(slots=True)
 class JobOptions:
-    """What the executors need to dissect a capture (plain data: it is pickled to them)."""
+    """What the executors need (plain data: it is pickled to them)."""
 
     values: bool = False
     decode_as: dict[int, str] = field(default_factory=dict)
+    split_size: int = SPLIT_SIZE
+    file_bytes: int = FILE_BYTES
+    shards: int = 1
+    """Tasks that dissect one capture cut into several ranges, each decoding a share of its
+    connections (`Options.shard`: every share sees every packet, so detection, stream numbers
+    and what connections teach each other are those of the whole capture)."""
 
 
-def _has_scheme(path: str) -> bool:
-    """A URI (hdfs://, s3a://, file://…) is read by Spark's binaryFile source; a plain path directly."""
-    return "://" in path
+@dataclass(slots=True)
+class CaptureRow:
+    """One input as the `captures` table records it."""
+
+    capture: str
+    status: str
+    """`ok`, `truncated` (read up to where the file is cut short or damaged), `missing`, `empty`,
+    `not_a_capture`, `unreadable`."""
+    reason: str | None = None
+    packets: int | None = None
+    size: int | None = None
+    ranges: int | None = None
 
 
-def capture_date(path: str) -> dt.date | None:
-    """The UTC date of a capture's first packet (None for a capture without packets)."""
-    from wiredump.dissect.capture import open_capture
+@dataclass(slots=True)
+class ExportResult:
+    counts: dict[str, int]
+    captures: list[CaptureRow]
+    run: int
+    files: list[str]
 
-    reader = open_capture(path)
-    try:
-        for rec in reader:
-            return (
-                dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=rec.ts_us)
-            ).date()
-        return None
-    finally:
-        reader.close()
+    @property
+    def skipped(self) -> list[CaptureRow]:
+        return [c for c in self.captures if c.status not in ("ok", "truncated")]
 
 
-def _widen(table: str, batch: pa.RecordBatch, date: dt.date | None) -> pa.RecordBatch:
-    """A table's batch as a batch of the wide schema (µs timestamps, capture_date, other columns null)."""
-    n = batch.num_rows
-    own = {f.name: batch.column(i) for i, f in enumerate(batch.schema)}
-    own["table"] = pa.array([table] * n, type=pa.string())
-    own[DATE_COLUMN] = pa.array([date] * n, type=pa.date32())
-    cols = []
-    for f in WIDE:
-        col = own.get(f.name)
-        if col is None:
-            col = pa.nulls(n, type=f.type)
-        elif col.type != f.type:
-            col = col.cast(f.type)
-        cols.append(col)
-    return pa.RecordBatch.from_arrays(cols, schema=WIDE)
+# -- inputs --------------------------------------------------------------------------------------------
+def _status(e: CaptureError) -> str:
+    text = str(e)
+    if "no such file" in text:
+        return "missing"
+    if "is empty" in text:
+        return "empty"
+    if "cannot be read" in text or "permission denied" in text:
+        return "unreadable"
+    return "not_a_capture"
 
 
-def dissect_capture(path: str, name: str, options: JobOptions) -> Iterator[pa.RecordBatch]:
-    """Wide batches for every table batch of one capture (run inside an executor).
+def expand(inputs: Sequence[str]) -> list[tuple[str, str | None, str | None]]:
+    """(name as the user would type it, absolute path or URI, error) for every file the inputs name.
 
-    `path` is where the capture is read; `name` is what its `capture` column says.
-    A capture that cannot be read gives one `unreadable_capture` anomaly row rather
-    than failing the whole job.
+    A glob or a directory gives its files in name order (directories recursively); a pattern that
+    matches nothing, or a path that does not exist, gives one entry with the error.
     """
-    from wiredump.dissect.capture import CaptureError, open_capture
-    from wiredump.dissect.pipeline import Options
-    from wiredump.dissect.pipeline import dissect_capture as run
-    from wiredump.dissect.tables import record_batches, rows_to_batch
-
-    try:
-        date = capture_date(path)
-        reader = open_capture(path)
-        reader.name = name
-        events = run(reader, Options(decode_as=dict(options.decode_as)))
-        for table, batch in record_batches(events, values=options.values):
-            yield _widen(table, batch, date)
-    except (CaptureError, OSError) as e:
-        row = (name, 0, None, None, "unreadable_capture", None, f"{e}")
-        yield _widen("anomalies", rows_to_batch("anomalies", [row]), None)
-
-
-def _dissect_paths(options: JobOptions):  # noqa: ANN202 - a closure Spark pickles
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for b in batches:
-            for path in b.column("path").to_pylist():
-                yield from dissect_capture(path, path, options)
-
-    return run
-
-
-def _dissect_contents(options: JobOptions):  # noqa: ANN202
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for b in batches:
-            for path, content in zip(
-                b.column("path").to_pylist(), b.column("content").to_pylist(), strict=True
-            ):
-                fd, tmp = tempfile.mkstemp(prefix="wiredump-", suffix=".cap")
-                try:
-                    with os.fdopen(fd, "wb") as f:
-                        f.write(content)
-                    del content
-                    yield from dissect_capture(tmp, path, options)
-                finally:
-                    os.unlink(tmp)
-
-    return run
-
-
-def dissected(spark: SparkSession, captures: Sequence[str], options: JobOptions) -> DataFrame:
-    """Every capture dissected into wide rows, one Spark task per capture."""
-    env_schema = spark_schema(WIDE)
-    local = [c for c in captures if not _has_scheme(c)]
-    remote = [c for c in captures if _has_scheme(c)]
-    parts: list[DataFrame] = []
-    if local:
-        sc = spark.sparkContext
-        paths = sc.parallelize([(p,) for p in local], numSlices=len(local)).toDF("path string")
-        parts.append(paths.mapInArrow(_dissect_paths(options), env_schema))
-    if remote:
-        files = spark.read.format("binaryFile").load(remote).select("path", "content")
-        parts.append(files.repartition(len(remote)).mapInArrow(_dissect_contents(options), env_schema))
-    out = parts[0]
-    for p in parts[1:]:
-        out = out.unionByName(p)
+    out: list[tuple[str, str | None, str | None]] = []
+    for given in inputs:
+        if "://" in given:
+            out.extend(_expand_uri(given))
+            continue
+        if GLOB_CHARS & set(given):
+            found = sorted(p for p in glob.glob(given, recursive=True) if os.path.isfile(p))
+            out.extend((p, os.path.abspath(p), None) for p in found)
+            if not found:
+                out.append((given, None, f"{given}: no such file (the pattern matches nothing)"))
+        elif os.path.isdir(given):
+            found = sorted(
+                os.path.join(d, f) for d, _, fs in os.walk(given) for f in fs if not f.startswith((".", "_"))
+            )
+            out.extend((p, os.path.abspath(p), None) for p in found)
+        else:
+            out.append((given, os.path.abspath(given), None))
     return out
 
 
-def table_frame(wide: DataFrame, name: str) -> DataFrame:
-    """Table `name`: its local columns in order, then `capture_date`."""
-    from pyspark.sql import functions as F
+def _expand_uri(given: str) -> list[tuple[str, str | None, str | None]]:
+    from pyarrow import fs as pafs
 
-    cols = spark_arrow_schema(name).names
-    return wide.where(F.col("table") == name).select(*cols)
+    scheme, rest = given.split("://", 1)
+    try:
+        if not GLOB_CHARS & set(given):
+            fsys, path = split.filesystem(given)
+            info = fsys.get_file_info(path)
+            if info.type != pafs.FileType.Directory:
+                return [(given, given, None)]
+            base, pattern = path, None
+        else:
+            head = rest[: min(rest.index(c) for c in GLOB_CHARS if c in rest)]
+            base_uri = f"{scheme}://{head.rsplit('/', 1)[0]}"
+            fsys, base = split.filesystem(base_uri)
+            pattern = given
+        infos = fsys.get_file_info(pafs.FileSelector(base, recursive=True, allow_not_found=True))
+    except Exception as e:  # noqa: BLE001 - pyarrow's errors for a bad URI vary by file system
+        return [(given, None, f"{given}: cannot be read ({e})")]
+    prefix = given[: len(given) - len(rest)]  # the scheme as typed
+    root = rest.split("/", 1)[0] if not rest.startswith("/") else ""
+    found = []
+    for info in sorted(infos, key=lambda i: i.path):
+        if info.type != pafs.FileType.File or info.base_name.startswith((".", "_")):
+            continue
+        uri = f"{prefix}{root}{info.path}" if root else f"{prefix}{info.path}"
+        if scheme == "file" and not uri.startswith("file:///"):
+            uri = "file://" + info.path
+        if pattern is None or fnmatch.fnmatchcase(uri, pattern):
+            found.append((uri, uri, None))
+    if not found:
+        return [(given, None, f"{given}: no such file (nothing matches)")]
+    return found
+
+
+# -- the job -------------------------------------------------------------------------------------------
+def _count(files: list[split.CaptureFile]):  # noqa: ANN202 - a closure Spark pickles
+    def run(rng: split.Range) -> tuple[split.Range, split.RangeCount | tuple[str, str]]:
+        try:
+            return rng, split.count_range(files[rng.file], rng)
+        except CaptureError as e:  # a compressed file whose content is not a capture
+            return rng, ("not_a_capture" if _status(e) == "not_a_capture" else "unreadable", str(e))
+        except Exception as e:  # noqa: BLE001 - the capture becomes an `unreadable` row
+            return rng, ("unreadable", f"{files[rng.file].name}: cannot be read ({e})")
+
+    return run
+
+
+CHUNK_RECORDS = 512
+CHUNK_BYTES = 4 << 20
+"""Records travel through the shuffle in chunks of consecutive packets (at most this many, or
+about this many bytes): far fewer objects to pickle and sort than one per packet."""
+
+
+def _read(files: list[split.CaptureFile], shards: dict[int, int]):  # noqa: ANN202
+    def run(task: split.Task) -> Iterator[tuple[tuple[tuple[int, int], int, int], tuple]]:
+        end = split.RangeEnd(None, 0)
+        n = task.first_number
+        groups = [(task.file, k) for k in range(shards.get(task.file, 1))]
+        chunk: list[tuple] = []
+        size = 0
+        for r in split.read_range(files[task.file], task, end):
+            n = r.number
+            chunk.append((r.number, r.ts_us, r.linktype, r.data, r.orig_len, r.ts_note))
+            size += len(r.data)
+            if len(chunk) >= CHUNK_RECORDS or size >= CHUNK_BYTES:
+                for g in groups:
+                    yield (g, chunk[0][0], 0), tuple(chunk)
+                chunk, size = [], 0
+        if chunk:
+            for g in groups:
+                yield (g, chunk[0][0], 0), tuple(chunk)
+        # The range's end sorts after its last chunk (keyed by its first packet) and before the
+        # next range's first chunk (keyed by the packet after this range's last).
+        for g in groups:
+            yield (g, n, 1), (end.truncated, end.skipped_unknown_link)
+
+    return run
+
+
+def _records(group: Iterator, end: _End, first: list[int], last: list[int]) -> Iterator[Record]:
+    """One capture's records from the sorted shuffle; range ends give the end-of-capture facts."""
+    for (_, _number, kind), v in group:
+        if kind:
+            end.skipped_unknown_link += v[1]
+            if v[0]:
+                end.truncated = v[0]
+                return  # the file ends here for every reader
+            continue
+        if not first:
+            first.append(v[0][1])
+        last[0] = v[-1][0]
+        for rec in v:
+            yield Record(*rec)
+
+
+class _End:
+    truncated: str | None = None
+    skipped_unknown_link: int = 0
+
+
+def _write(files: list[split.CaptureFile], options: JobOptions, out: str, run: int, shards: dict[int, int]):  # noqa: ANN202
+    def task(part: int, items: Iterator[tuple[tuple[tuple[int, int], int, int], tuple]]) -> Iterator[tuple]:
+        from wiredump.dissect.pipeline import Options
+        from wiredump.dissect.records import table_batches
+
+        fsys, root = split.filesystem(out)
+        writers: dict[str, _PartWriter] = {}
+        for (index, shard), group in itertools.groupby(items, key=lambda kv: kv[0][0]):
+            n = shards.get(index, 1)
+            opts = Options(decode_as=dict(options.decode_as), shard=(shard, n) if n > 1 else None)
+            end = _End()
+            first: list[int] = []
+            last = [0]
+
+            date: list[dt.date | None] = []
+            for table, batch in table_batches(
+                files[index].name, _records(group, end, first, last), opts, end, options.values
+            ):
+                if not date:
+                    date.append(_date(first[0]) if first else None)
+                w = writers.get(table)
+                if w is None:
+                    w = writers[table] = _PartWriter(fsys, f"{root}/{table}/{part_name(run, part)}", table)
+                w.add(batch, date[0])
+            if shard == 0:
+                yield ("capture", index, last[0], end.truncated)
+        for table, w in writers.items():
+            yield ("file", table, w.path, w.close())
+
+    return task
+
+
+def part_name(run: int, part: int) -> str:
+    return f"part-{run:05d}-{part:05d}.parquet"
+
+
+def _date(ts_us: int) -> dt.date:
+    return (dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=ts_us)).date()
+
+
+class _PartWriter:
+    """One table's file of one task: batches of many captures gathered into large row groups."""
+
+    def __init__(self, fsys: Any, path: str, table: str) -> None:
+        self.path = path
+        self.schema = spark_arrow_schema(table)
+        fsys.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        self.sink = fsys.open_output_stream(path)
+        self.writer = pq.ParquetWriter(self.sink, self.schema, **PARQUET_OPTIONS)
+        self.pending: list[pa.RecordBatch] = []
+        self.pending_rows = 0
+        self.pending_bytes = 0
+        self.rows = 0
+
+    def add(self, batch: pa.RecordBatch, date: dt.date | None) -> None:
+        cols = [*batch.columns, pa.array([date] * batch.num_rows, type=pa.date32())]
+        self.pending.append(pa.RecordBatch.from_arrays(cols, schema=self.schema))
+        self.pending_rows += batch.num_rows
+        self.pending_bytes += batch.nbytes
+        self.rows += batch.num_rows
+        if self.pending_rows >= ROW_GROUP_ROWS or self.pending_bytes >= ROW_GROUP_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pending:
+            self.writer.write_table(pa.Table.from_batches(self.pending, self.schema), ROW_GROUP_ROWS)
+            self.pending, self.pending_rows, self.pending_bytes = [], 0, 0
+
+    def close(self) -> int:
+        self.flush()
+        self.writer.close()
+        self.sink.close()
+        return self.rows
+
+
+def _pack(sizes: dict[tuple[int, int], int], parts: int) -> dict[tuple[int, int], int]:
+    """(capture, shard) groups onto `parts` writing tasks, largest first onto the least loaded."""
+    load = [0] * parts
+    out = {}
+    for g in sorted(sizes, key=lambda g: (-sizes[g], g)):
+        p = min(range(parts), key=lambda k: (load[k], k))
+        out[g] = p
+        load[p] += sizes[g]
+    return out
+
+
+def read_manifest(out: str) -> dict[str, Any] | None:
+    fsys, root = split.filesystem(out)
+    from pyarrow import fs as pafs
+
+    path = f"{root}/{MANIFEST}"
+    if fsys.get_file_info(path).type != pafs.FileType.File:
+        return None
+    with fsys.open_input_stream(path) as f:
+        return json.loads(f.read().decode())
+
+
+def has_export(out: str) -> bool:
+    """The directory already holds tables (written by wiredump or anyone else)."""
+    from pyarrow import fs as pafs
+
+    if read_manifest(out) is not None:
+        return True
+    fsys, root = split.filesystem(out)
+    for name in (*TABLES, "captures"):
+        if fsys.get_file_info(f"{root}/{name}").type != pafs.FileType.NotFound:
+            return True
+    return False
+
+
+def plan_inputs(
+    inputs: Sequence[str], options: JobOptions
+) -> tuple[list[split.CaptureFile], list[CaptureRow]]:
+    """The files to read and a `captures` row for every input (those failing already final)."""
+    files: list[split.CaptureFile] = []
+    rows: list[CaptureRow] = []
+    for name, uri, error in expand(inputs):
+        if error is not None or uri is None:
+            rows.append(CaptureRow(name, "missing", error))
+            continue
+        try:
+            cf = split.probe(name, uri)
+        except CaptureError as e:
+            rows.append(CaptureRow(name, _status(e), str(e)))
+            continue
+        files.append(cf)
+        rows.append(CaptureRow(name, "ok", None, None, cf.size))
+    return files, rows
 
 
 def run_export(
     spark: SparkSession,
-    captures: Sequence[str],
+    inputs: Sequence[str],
     out: str,
     options: JobOptions | None = None,
-    tables: Sequence[str] = TABLES,
-) -> dict[str, int]:
-    """Write every table under `out/<table>/` partitioned by capture date and protocol.
-
-    Returns the row count of each table.
-    """
-    from pyspark import StorageLevel
-
+    mode: str = "error",
+    planned: tuple[list[split.CaptureFile], list[CaptureRow]] | None = None,
+) -> ExportResult:
+    """Write every table under `out/<table>/`; see the module's doc."""
     options = options or JobOptions()
-    env = dissected(spark, captures, options).persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        # Dissect every capture once, here; the writes below read the cached rows.
-        sizes = {r["table"]: r["count"] for r in env.groupBy("table").count().collect()}
-        for name in tables:
-            df = table_frame(env, name)
-            path = f"{out.rstrip('/')}/{name}"
-            if sizes.get(name):
-                df.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(path)
+    if mode not in ("error", "append", "overwrite"):
+        raise ExportError(f"--mode must be append or overwrite, not {mode!r}")
+    out = split.absolute(out)
+    manifest = read_manifest(out)
+    if mode == "error" and has_export(out):
+        raise ExportError(f"{out} already holds an export: add to it with --mode append, or --mode overwrite")
+    runs = list((manifest or {}).get("runs", []))
+    run = max((r["run"] for r in runs), default=-1) + 1
+    files, rows = planned or plan_inputs(inputs, options)
+    row_of = {}
+    k = 0
+    for i, r in enumerate(rows):
+        if r.status == "ok":
+            row_of[k] = i
+            k += 1
+    sc = spark.sparkContext
+    written: list[str] = []
+    counts = dict.fromkeys(TABLES, 0)
+    if files:
+        tasks = _plan(sc, files, options, rows, row_of)
+        by_file: dict[int, int] = {}
+        for t in tasks:
+            by_file[t.file] = by_file.get(t.file, 0) + 1
+        for i, n in by_file.items():
+            rows[row_of[i]].ranges = n
+        shards = {i: min(options.shards, n) for i, n in by_file.items() if min(options.shards, n) > 1}
+        sizes = {(i, k): files[i].size // shards.get(i, 1) for i in by_file for k in range(shards.get(i, 1))}
+        total = sum(sizes.values())
+        parts = max(1, min(len(sizes), max(sc.defaultParallelism, math.ceil(total / options.file_bytes))))
+        part_of = _pack(sizes, parts)
+        if tasks:
+            results = (
+                sc.parallelize(tasks, len(tasks))
+                .flatMap(_read(files, shards))
+                .repartitionAndSortWithinPartitions(parts, lambda key: part_of[key[0]])
+                .mapPartitionsWithIndex(_write(files, options, out, run, shards))
+                .collect()
+            )
+        else:
+            results = []
+        for r in results:
+            if r[0] == "capture":
+                row = rows[row_of[r[1]]]
+                row.packets = r[2]
+                if r[3]:
+                    row.status, row.reason = "truncated", f"{row.capture}: {r[3]}"
             else:
-                # No rows: partitionBy would write no file at all, and readers could not tell the
-                # schema. One empty file with every column (partition columns last, as Spark lays
-                # them out) keeps the table readable.
-                cols = [c for c in df.columns if c not in PARTITION_COLUMNS] + list(PARTITION_COLUMNS)
-                df.select(*cols).coalesce(1).write.mode("overwrite").parquet(path)
-        return {name: int(sizes.get(name) or 0) for name in tables}
-    finally:
-        env.unpersist()
+                counts[r[1]] += r[3]
+                written.append(r[2])
+        for i in set(range(len(files))) - set(by_file):
+            row = rows[row_of[i]]
+            if row.status == "ok":
+                row.packets = 0
+    written += _driver_files(out, run, rows, written)
+    counts["anomalies"] += sum(r.status not in ("ok", "truncated") for r in rows)
+    _commit(out, run, mode, runs, written, rows)
+    return ExportResult(counts, rows, run, written)
 
 
-__all__ = ["WIDE", "JobOptions", "run_export", "dissected", "table_frame", "capture_date", "SCHEMAS"]
+def _plan(
+    sc: Any,
+    files: list[split.CaptureFile],
+    options: JobOptions,
+    rows: list[CaptureRow],
+    row_of: dict[int, int],
+) -> list[split.Task]:
+    ranges = [r for i, cf in enumerate(files) for r in split.cut(cf, i, options.split_size)]
+    tasks: list[split.Task] = []
+    while ranges:
+        counted = sc.parallelize(ranges, len(ranges)).map(_count(files)).collect()
+        failed = {r.file: c for r, c in counted if isinstance(c, tuple)}
+        for i, (status, why) in failed.items():
+            rows[row_of[i]].status, rows[row_of[i]].reason = status, why
+        ok = [(r, c) for r, c in counted if r.file not in failed]
+        done, ranges = split.plan(files, [r for r, _ in ok], [c for _, c in ok])  # type: ignore[misc]
+        tasks += done
+    return tasks
+
+
+def _driver_files(out: str, run: int, rows: list[CaptureRow], written: list[str]) -> list[str]:
+    """The captures table, the `unreadable_capture` anomalies and an empty file for each table no task wrote."""
+    fsys, root = split.filesystem(out)
+    made = []
+    have = {p.rsplit("/", 2)[-2] for p in written}
+    skipped = [r for r in rows if r.status not in ("ok", "truncated")]
+    for table in TABLES:
+        if table == "anomalies" and skipped:
+            n = len(skipped)
+            cols = {
+                "capture": [r.capture for r in skipped],
+                "packet": [0] * n,
+                "kind": ["unreadable_capture"] * n,
+                "detail": [r.reason for r in skipped],
+            }
+            made.append(_write_table(fsys, f"{root}/anomalies/part-{run:05d}-driver.parquet", table, cols, n))
+        elif table not in have:
+            made.append(_write_table(fsys, f"{root}/{table}/part-{run:05d}-empty.parquet", table, {}, 0))
+    cap = pa.table(
+        {
+            "capture": [r.capture for r in rows],
+            "status": [r.status for r in rows],
+            "reason": [r.reason for r in rows],
+            "packets": [r.packets for r in rows],
+            "bytes": [r.size for r in rows],
+            "ranges": [r.ranges for r in rows],
+            "run": [run] * len(rows),
+        },
+        schema=CAPTURES_SCHEMA,
+    )
+    path = f"{root}/captures/part-{run:05d}.parquet"
+    fsys.create_dir(f"{root}/captures", recursive=True)
+    with fsys.open_output_stream(path) as sink:
+        pq.write_table(cap, sink, **PARQUET_OPTIONS)
+    made.append(path)
+    return made
+
+
+def _write_table(fsys: Any, path: str, table: str, cols: dict[str, list], n: int) -> str:
+    schema = spark_arrow_schema(table)
+    arrays = [pa.array(cols.get(f.name, [None] * n), type=f.type) for f in schema]
+    fsys.create_dir(path.rsplit("/", 1)[0], recursive=True)
+    with fsys.open_output_stream(path) as sink:
+        pq.write_table(pa.Table.from_arrays(arrays, schema=schema), sink, **PARQUET_OPTIONS)
+    return path
+
+
+def _commit(
+    out: str, run: int, mode: str, runs: list[dict], written: list[str], rows: list[CaptureRow]
+) -> None:
+    """Record this run's files; with overwrite, delete the files earlier runs wrote (and only those)."""
+    fsys, root = split.filesystem(out)
+    rel = sorted(p[len(root) + 1 :] for p in written)
+    mine = {"run": run, "mode": mode, "files": rel, "captures": [r.capture for r in rows]}
+    if mode == "overwrite":
+        from pyarrow import fs as pafs
+
+        keep = set(rel)
+        for old in runs:
+            for f in old.get("files", []):
+                if f not in keep and fsys.get_file_info(f"{root}/{f}").type == pafs.FileType.File:
+                    fsys.delete_file(f"{root}/{f}")
+        runs = []
+    with fsys.open_output_stream(f"{root}/{MANIFEST}") as sink:
+        sink.write(json.dumps({"runs": [*runs, mine]}, indent=1).encode())
+
+
+__all__ = [
+    "ExportError",
+    "ExportResult",
+    "CaptureRow",
+    "JobOptions",
+    "run_export",
+    "plan_inputs",
+    "expand",
+    "SCHEMAS",
+    "DATE_COLUMN",
+]

@@ -5,7 +5,10 @@ Each report is one SQL query over the five tables (registered as temporary views
 can be pasted into a notebook. Definitions:
 
 - latency: per protocol and type, over `exchanges`: how many, how many answered,
-  latency p50/p90/p99 (`percentile_approx`, µs) and max, over answered exchanges.
+  latency p50/p90/p99 (µs) and max, over answered exchanges. The percentiles are exact and
+  interpolate linearly between the two nearest values (Spark's `percentile`, DuckDB's
+  `quantile_cont`, numpy's and pandas' default): the same numbers as the DuckDB query in
+  docs/tables.md, not the nearest-rank estimate of `percentile_approx`.
 - errors: per protocol and error name, over response frames (`frames.kind = 'response'`)
   whose `error` is set; `rate` = those responses / all responses of the protocol.
 - throughput: per protocol and second (UTC, from `frames.ts`): frames, bytes (frame
@@ -50,9 +53,9 @@ REPORTS: tuple[Report, ...] = (
         SELECT protocol, type,
                count(*) AS exchanges,
                count(latency_us) AS answered,
-               percentile_approx(latency_us, 0.5) AS p50_us,
-               percentile_approx(latency_us, 0.9) AS p90_us,
-               percentile_approx(latency_us, 0.99) AS p99_us,
+               percentile(latency_us, 0.5) AS p50_us,
+               percentile(latency_us, 0.9) AS p90_us,
+               percentile(latency_us, 0.99) AS p99_us,
                max(latency_us) AS max_us
         FROM exchanges
         GROUP BY protocol, type

@@ -109,6 +109,48 @@ def session_config(master: str | None, conf: Mapping[str, str] | None = None) ->
     return out
 
 
+SHIPPED_AS = "wiredump_pkg"
+"""The folder the package archive is unpacked to in each executor's working directory."""
+
+
+def package_archive() -> Path:
+    """A .tar.gz of the installed wiredump package (native engine included), made once per content.
+
+    Executors unpack it (`spark.archives`) and find it on their PYTHONPATH: they need not have
+    wiredump installed, only its dependencies (see docs/spark.md for shipping those too).
+    """
+    import hashlib
+    import tarfile
+
+    import wiredump
+
+    pkg = Path(wiredump.__file__).resolve().parent
+    files = sorted(
+        p for p in pkg.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    )
+    h = hashlib.sha256()
+    for p in files:
+        st = p.stat()
+        h.update(f"{p.relative_to(pkg)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    path = Path(tempfile.gettempdir()) / f"wiredump-{h.hexdigest()[:16]}.tar.gz"
+    if not path.exists():
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        with tarfile.open(tmp, "w:gz") as tar:
+            for p in files:
+                tar.add(p, arcname=str(Path("wiredump") / p.relative_to(pkg)))
+        tmp.replace(path)
+    return path
+
+
+def ship_package(settings: dict[str, str]) -> None:
+    """Add the package archive to `spark.archives` and its folder to the executors' PYTHONPATH."""
+    archive = f"{package_archive()}#{SHIPPED_AS}"
+    have = settings.get("spark.archives")
+    settings["spark.archives"] = f"{have},{archive}" if have else archive
+    key = "spark.executorEnv.PYTHONPATH"
+    settings[key] = f"{SHIPPED_AS}:{settings[key]}" if settings.get(key) else SHIPPED_AS
+
+
 def get_session(
     master: str | None = None, conf: Mapping[str, str] | None = None, app_name: str = "wiredump"
 ) -> SparkSession:
@@ -129,6 +171,12 @@ def get_session(
     if settings.get("spark.master", "").startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    elif "spark.master" in settings:
+        ship_package(settings)
+    if conf and conf.get("spark.pyspark.python"):
+        # PySpark started from Python (not spark-submit) takes the executors' Python only from
+        # PYSPARK_PYTHON and ignores this setting: make it count.
+        os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
     builder = SparkSession.builder.appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)

@@ -1,11 +1,10 @@
-"""The five tables as Spark sees them: Spark schemas from the Arrow ones, and where they live.
+"""The tables as Spark sees them: Spark schemas from the Arrow ones, and where they live.
 
-The Spark tables are the local tables plus one partition column, `capture_date`
-(the UTC date of the capture's first packet), and with `messages.timestamp` at
-microsecond precision (Spark has one timestamp type; the values are the same).
-A directory written by `wiredump export` (`DIR/<table>.parquet`) and one written by
-`wiredump spark export` (`DIR/<table>/capture_date=…/protocol=…/part-….parquet`)
-are both readable by `read_table`.
+A Spark export's table is a folder of Parquet files (`DIR/<table>/part-….parquet`) whose
+columns are the local table's, with the same types and units, plus `capture_date` (the UTC
+date of the capture's first packet). It adds one table, `captures`: one row per input (name as
+given, status, reason). A directory written by `wiredump export` (`DIR/<table>.parquet`) and one
+written by `wiredump spark export` are both readable by `read_table`.
 """
 
 from __future__ import annotations
@@ -22,8 +21,22 @@ if TYPE_CHECKING:
     from pyspark.sql.types import DataType, StructType
 
 DATE_COLUMN = "capture_date"
-PARTITION_COLUMNS = (DATE_COLUMN, "protocol")
-"""Every table has a protocol column (null where no protocol applies)."""
+
+CAPTURES_SCHEMA = pa.schema(
+    [
+        ("capture", pa.string()),
+        ("status", pa.string()),
+        ("reason", pa.string()),
+        ("packets", pa.int64()),
+        ("bytes", pa.int64()),
+        ("ranges", pa.int32()),
+        ("run", pa.int32()),
+    ]
+)
+"""One row per input of a Spark export: `capture` as given; `status` ok, truncated (read up to
+where the file is cut short or damaged), missing, empty, not_a_capture or unreadable; `reason`
+the sentence saying why; `packets` read; `bytes` of the file; `ranges` it was read in; `run`, the
+export run (`--mode append` adds runs)."""
 
 
 def spark_type(t: pa.DataType) -> DataType:
@@ -55,14 +68,11 @@ def spark_schema(arrow: pa.Schema) -> StructType:
 
 
 def spark_arrow_schema(name: str) -> pa.Schema:
-    """The Arrow schema of the batches the Spark job hands to Spark for table `name`:
-    the local schema, timestamps at µs (Spark's only precision), plus `capture_date`."""
-    fields = []
-    for f in SCHEMAS[name]:
-        t = pa.timestamp("us", tz="UTC") if pa.types.is_timestamp(f.type) else f.type
-        fields.append(pa.field(f.name, t))
-    fields.append(pa.field(DATE_COLUMN, pa.date32()))
-    return pa.schema(fields)
+    """The Arrow schema of table `name` in a Spark export: the local schema (same types and units,
+    `messages.timestamp` in ms as locally) plus `capture_date`."""
+    if name == "captures":
+        return CAPTURES_SCHEMA
+    return pa.schema([*SCHEMAS[name], pa.field(DATE_COLUMN, pa.date32())])
 
 
 def table_location(root: str, name: str) -> str:
@@ -85,14 +95,7 @@ def read_table(spark: SparkSession, root: str, name: str) -> DataFrame:
 
 def _read_schema(name: str, root: str) -> StructType:
     """Reading with the fixed schema means an empty table still has every column."""
-    from pyspark.sql import types as T
-
-    schema = spark_schema(SCHEMAS[name])
-    try:
-        loc = table_location(root, name)
-    except FileNotFoundError:
-        raise
-    if not loc.endswith(".parquet"):
-        # Spark layout: the partition column comes from the folder names.
-        schema = T.StructType([*schema.fields, T.StructField(DATE_COLUMN, T.DateType(), True)])
-    return schema
+    loc = table_location(root, name)
+    if loc.endswith(".parquet"):
+        return spark_schema(SCHEMAS[name])
+    return spark_schema(spark_arrow_schema(name))

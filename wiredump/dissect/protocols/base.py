@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
 
+from wiredump.dissect.anomalies import AnomalyKind
 from wiredump.dissect.correlation import Correlator
 from wiredump.dissect.fielddecl import FieldDecl
 from wiredump.dissect.limits import Limits
@@ -120,9 +121,11 @@ class ProtocolSpec(ABC):
         protocol ties with it. Scores mean the same for every protocol: about 30 for one
         whole frame that frames and decodes cleanly from a side's first byte, more for the
         next frame in a row, 40 more when one side answers the other (see `trial.Trial`),
-        and what only the protocol knows (a greeting, a handshake) on top. A partial frame
-        or a header alone is no evidence. The default is the common part, computed by the
-        protocol's own session on the bytes; protocols add their openers. Never raises.
+        and what only the protocol knows (a greeting, a handshake) on top; less for a frame
+        that does not decode after clean ones, or of a kind the other side sends (a response
+        from the client). A partial frame or a header alone is no evidence. The default is the common part, computed by the
+        protocol's own session on the bytes; protocols add their openers. An exception is
+        a bug (detection reports it as `internal_error` and scores the protocol 0).
         """
         from wiredump.dissect.protocols.trial import trial
 
@@ -178,6 +181,28 @@ class ProtocolSpec(ABC):
         """
         module = _names_module(self)
         return frozenset(module.error_names()) if module is not None else frozenset()
+
+    def anomaly_kinds(self) -> list[AnomalyKind]:
+        """The anomaly kinds only this protocol reports (name, severity, meaning), each declared once.
+
+        By default the `declare()` of the `anomalies` module in the protocol's own package
+        (`protocols/<name>/anomalies.py`); none without one. The kinds every protocol may report
+        (`malformed`, `bad_checksum`…) are the engine's (`wiredump.dissect.anomalies`).
+        """
+        import importlib
+        import sys
+
+        package = sys.modules[type(self).__module__].__package__
+        if not package:
+            return []
+        try:
+            module = importlib.import_module(f"{package}.anomalies")
+        except ModuleNotFoundError as e:
+            if e.name == f"{package}.anomalies":
+                return []
+            raise
+        declared: list[AnomalyKind] = module.declare()
+        return declared
 
 
 def _names_module(spec: ProtocolSpec) -> ModuleType | None:

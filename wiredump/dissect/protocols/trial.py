@@ -112,13 +112,10 @@ def trial(spec: ProtocolSpec, client: bytes, server: bytes, opened: bool) -> Tri
     first frame must start at the first byte; otherwise a first frame start is searched
     for. Requests are decoded before answers so that answers pair; a protocol whose
     server speaks first pairs nothing that way and relies on its own greeting evidence.
-    Never raises: a session that raises has simply not recognised the bytes.
+    An exception from the session is a bug, not a verdict on the bytes: it propagates
+    (detection reports it as `internal_error` and scores the protocol 0).
     """
-    try:
-        ctx = scratch_context(spec)
-        session = spec.new_session(ctx)
-    except Exception:
-        return Trial(Side(), Side(), 0)
+    session = spec.new_session(scratch_context(spec))
     answered = 0
     sides = {}
     for role, data in ((CLIENT, client), (SERVER, server)):
@@ -134,10 +131,7 @@ def _walk(spec: ProtocolSpec, session: Session, data: bytes, role: str, opened: 
     pos, end = 0, len(data)
     correlator = session.ctx.correlator
     while pos < end and len(side.frames) < MAX_FRAMES:
-        try:
-            n = session.frame_length(data, pos, role)
-        except Exception:
-            n = -1
+        n = session.frame_length(data, pos, role)
         if n == NEED_MORE:
             side.partial = True
             break
@@ -145,10 +139,7 @@ def _walk(spec: ProtocolSpec, session: Session, data: bytes, role: str, opened: 
             if side.frames or side.skipped or opened:
                 side.broken = bool(side.frames)
                 break
-            try:
-                at = session.resync(data[:SCAN], 0, role)
-            except Exception:
-                at = None
+            at = session.resync(data[:SCAN], 0, role)
             if at is None or at <= 0 or at >= end:
                 break
             side.skipped = pos = at
@@ -156,11 +147,8 @@ def _walk(spec: ProtocolSpec, session: Session, data: bytes, role: str, opened: 
         if pos + n > end:
             side.partial = True
             break
-        try:
-            frames = session.decode(data[pos : pos + n], role, True)
-            done = correlator.drain()
-        except Exception:
-            frames, done = [], []
+        frames = session.decode(data[pos : pos + n], role, True)
+        done = correlator.drain()
         if not frames or any(f.status != OK for f in frames):
             side.broken = bool(side.frames)
             if not side.frames:

@@ -12,7 +12,10 @@ On top of the spec's names, a few that cut across APIs:
 - `kafka.partition`: every partition index (`partition`, `partition_index`,
   `partition_indexes`, `index` inside a partition structure);
 - `kafka.error`: every error code, comparable by number or by Kafka's error name;
-- `kafka.record.*`: each record's key, value, offset, headers (needs record decoding);
+- `kafka.record.*`: each record's key, value, offset, headers (needs record decoding), and
+  `kafka.record.offset_delta` on produced records;
+- `kafka.body_length`, `kafka.raw_body`: the body of an answer to an unknown API or version,
+  which is kept undecoded;
 and tshark's own Kafka names where one of ours means the same (`kafka.topic_name`,
 `kafka.partition_id`, `kafka.consumer_group`, `kafka.required_acks`, …; see `ALIASES`).
 """
@@ -187,7 +190,30 @@ def declare() -> list[FieldDecl]:
                 value_names=error_names() if name == "error_code" else None,
             )
         )
+    out += [
+        FieldDecl(
+            "kafka.body_length",
+            INT,
+            "Body bytes of a response to an unknown API key or unsupported version (not decoded)",
+            keys=("body_length",),
+        ),
+        FieldDecl(
+            "kafka.raw_body",
+            BYTES,
+            "First 256 body bytes of a response to an unknown API key or unsupported version",
+            keys=("raw_body",),
+        ),
+    ]
     out += message_fields("kafka", "record", "Kafka record")
+    out.append(
+        FieldDecl(
+            "kafka.record.offset_delta",
+            INT,
+            "Place of each record among those a Produce request carries for its partition (0 for the "
+            "first); its offset is the response's base offset plus this",
+            message="offset_delta",
+        )
+    )
     by_name = {d.name: d for d in out}
     for alias, (target, why) in ALIASES.items():
         t = by_name.get(target)

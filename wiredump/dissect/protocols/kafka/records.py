@@ -543,7 +543,11 @@ def _legacy(
         return m
     inner_msgs: list[Message] = []
     saved = rc.base
-    inner_entries = []
+    room = rc.limits.max_messages - rc.stats.get("records", 0)
+    spare: list[Message] = []
+    entries = over = 0
+    crc_all = True
+    last_over: int | None = None
     ipos, n = 0, len(inner)
     # Offsets inside the decompressed data are not frame offsets: report them at the wrapper.
     rc.base = saved + pos
@@ -570,12 +574,20 @@ def _legacy(
                     0,
                 )
                 break
-            inner_entries.append(_legacy(inner, ipos, iend, ioff, imagic, rc, depth + 1, inner_msgs))
+            # Past the frame's cap (Limits.max_messages) inner messages are read and counted, not kept.
+            sink = inner_msgs if len(inner_msgs) < room else spare
+            e = _legacy(inner, ipos, iend, ioff, imagic, rc, depth + 1, sink)
+            entries += 1
+            crc_all = crc_all and e["crc_ok"]
+            if spare:
+                over += len(spare)
+                last_over = spare[-1].offset
+                spare.clear()
             ipos = iend
     finally:
         rc.base = saved
     if magic == 1 and inner_msgs and offset != 0:
-        last = inner_msgs[-1].offset or 0
+        last = (last_over if over else inner_msgs[-1].offset) or 0
         for im in inner_msgs:
             im.offset = offset - last + (im.offset or 0)
     compression = m["compression"]
@@ -586,7 +598,16 @@ def _legacy(
             im.timestamp_ms = ts
     if rc.emit and rc.messages:
         rc.frame.messages.extend(inner_msgs)
-    m["inner_messages"] = len(inner_entries)
-    m["inner_crc_ok"] = all(e["crc_ok"] for e in inner_entries)
-    m["record_count"] = len(inner_msgs)
+    m["inner_messages"] = entries
+    m["inner_crc_ok"] = crc_all
+    m["record_count"] = len(inner_msgs) + over
+    if over and rc.emit and room >= 0:  # once per frame: the wrapper that crossed the cap
+        _problem(
+            rc,
+            None,
+            MESSAGE_LIMIT,
+            f"wrapper at offset {offset}: inner messages past the frame's {rc.limits.max_messages}th were "
+            f"read and checked, not kept ({over} of {m['record_count']})",
+            pos,
+        )
     return m

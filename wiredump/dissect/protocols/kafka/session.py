@@ -17,10 +17,12 @@ from typing import Any
 
 import crc32c
 
+from wiredump.dissect import internal
 from wiredump.dissect.model import (
     EVENT,
     MALFORMED,
     OK,
+    PRODUCE,
     REQUEST,
     RESPONSE,
     UNDECODABLE,
@@ -28,6 +30,7 @@ from wiredump.dissect.model import (
     UNSUPPORTED_VERSION,
     Anomaly,
     Frame,
+    Message,
 )
 from wiredump.dissect.protocols.base import NEED_MORE, NOT_A_FRAME, ConnContext, Session
 from wiredump.dissect.protocols.kafka import embedded, schema, topics
@@ -368,7 +371,7 @@ class KafkaSession(Session):
             if schema.request_header_version(key, version) >= 2:
                 BodyDecoder(cur, None).tagged({}, {}, [])
             _, _, end = decode_body(data, cur.pos, plan, None)
-        except Exception:
+        except (Short, Bad):  # not a whole request of this layout (a bug propagates to the engine's shield)
             return False
         return end == len(data)
 
@@ -533,7 +536,7 @@ class KafkaSession(Session):
                 return True  # a compact (varint) length before it: its end is not checked
             (n,) = _I32.unpack_from(data, e.offset - 4)
             return 0 <= n and e.offset + n <= 4 + size
-        except Exception:
+        except Bad:
             return False
         return False  # the body ended before the declared frame did
 
@@ -595,7 +598,12 @@ class KafkaSession(Session):
             rc = RecordContext(
                 frame, direction, limits, topic, partition, partial_ok, start, emit, stats, messages
             )
-            return decode_record_set(data, rc)
+            if direction != PRODUCE:
+                return decode_record_set(data, rc)
+            first = len(frame.messages)
+            out = decode_record_set(data, rc)
+            _await_offsets(frame.messages, first)
+            return out
 
         return hook
 
@@ -663,7 +671,7 @@ class KafkaSession(Session):
                 if version == 0:
                     self._handshakes[corr] = self.sasl_mechanism
             if api_key in (11, 14):
-                embedded.annotate(api_key, "request", body, None)
+                _annotate(f, api_key, "request", body, None)
             if api_key == 36:
                 self._sasl_authenticate(body)
         correlator.request(f, corr, expects)
@@ -847,10 +855,12 @@ class KafkaSession(Session):
             f.fields["record_stats"] = stats
         if body is not None:
             self.topics.learn(body)
+            if api_key == 0 and req.messages and not req.released:
+                _assign_offsets(req.messages, body, self.topics)
             if api_key in (11, 14):
                 req_body = req.fields.get("body") if isinstance(req.fields, dict) else None
                 ptype = req_body.get("protocol_type") if isinstance(req_body, dict) else None
-                embedded.annotate(api_key, "response", body, ptype)
+                _annotate(f, api_key, "response", body, ptype)
             if api_key == 17 and corr in self._handshakes and not body.get("error_code"):
                 self.sasl_raw = True
         self._handshakes.pop(corr, None)
@@ -876,7 +886,7 @@ class KafkaSession(Session):
         hook = self._records_hook(scratch, "deliver", True, False, {})
         try:
             _, _, end = decode_body(data, start, plan, hook)
-        except Exception:
+        except (Short, Bad, BadRecord):  # does not fit (a bug propagates to the engine's shield)
             return False
         return end == len(data) and scratch.status == OK
 
@@ -948,9 +958,7 @@ class KafkaSession(Session):
         hook = self._records_hook(scratch, "deliver", True, False, {})
         try:
             body, _, end = decode_body(data, start, plan, hook)
-        except (Short, Bad, BadRecord):
-            return None
-        except Exception:
+        except (Short, Bad, BadRecord):  # does not fit (a bug propagates to the engine's shield)
             return None
         return body if end == len(data) and scratch.status == OK else None
 
@@ -1007,6 +1015,86 @@ def _request_header(data: bytes, hv: int, header: dict[str, Any]) -> int:
         BodyDecoder(cur, None).tagged({}, header, [])
         pos = cur.pos
     return pos
+
+
+def _annotate(f: Frame, api_key: int, kind: str, body: dict[str, Any], ptype: str | None) -> None:
+    """The consumer protocol inside JoinGroup/SyncGroup (`embedded.annotate`), decoded where it fits.
+
+    Bytes that do not fit stay raw (that is the input's business); an exception is a bug in
+    wiredump: the frame keeps its decode and carries an `internal_error` saying so.
+    """
+    try:
+        embedded.annotate(api_key, kind, body, ptype)
+    except Exception as e:
+        f.anomalies.append(
+            internal.internal_error(
+                e, "embedded.annotate", PROTOCOL, f"the consumer protocol of a {f.type} {kind}"
+            )
+        )
+
+
+def _await_offsets(messages: list[Message], first: int) -> None:
+    """The records of one partition a Produce request carries, from `messages[first]` on.
+
+    A producer numbers them from 0 (the batch's base offset and each record's offset delta);
+    the broker stores them one after the other from the base offset its answer gives for the
+    partition. Until that answer is seen the offset is unknown (null): the place among the
+    partition's records is kept as `offset_delta`.
+    """
+    for delta in range(len(messages) - first):
+        m = messages[first + delta]
+        m.offset_delta = delta
+        m.offset = None
+
+
+def _assign_offsets(messages: list[Message], body: dict[str, Any], names: topics.TopicNames) -> None:
+    """Give a Produce request's records their offsets from its response: base offset + delta.
+
+    Only for the partitions answered without error and with a base offset (-1 when the broker
+    does not say, e.g. acks=0 or an error); the others keep a null offset. A topic-partition
+    answered twice with different base offsets is ambiguous and left null too.
+    """
+    bases: dict[tuple[str, int], int | None] = {}
+    for t in body.get("responses") or ():
+        if not isinstance(t, dict):
+            continue
+        keys = _topic_keys(t, names)
+        for p in t.get("partition_responses") or ():
+            if not isinstance(p, dict):
+                continue
+            index, base = p.get("index"), p.get("base_offset")
+            if (
+                not isinstance(index, int)
+                or p.get("error_code") != 0
+                or not isinstance(base, int)
+                or base < 0
+            ):
+                continue
+            for k in keys:
+                seen = bases.setdefault((k, index), base)
+                if seen != base:
+                    bases[(k, index)] = None
+    if not bases:
+        return
+    for m in messages:
+        if m.offset_delta is None or m.topic is None or m.partition is None:
+            continue
+        base = bases.get((m.topic, m.partition))
+        if base is not None:
+            m.offset = base + m.offset_delta
+
+
+def _topic_keys(t: dict[str, Any], names: topics.TopicNames) -> list[str]:
+    """The names a record of topic structure `t` may carry: its name, or its id's name and the id
+    (a record is named as `_locate` named it when the request was decoded)."""
+    name = t.get("name")
+    if isinstance(name, str):
+        return [name]
+    tid = t.get("topic_id")
+    if not isinstance(tid, str):
+        return []
+    known = names.name_of(tid)
+    return [tid] if known is None else [known, tid]
 
 
 def _locate(stack: list[dict[str, Any]], names: topics.TopicNames) -> tuple[str | None, int | None]:

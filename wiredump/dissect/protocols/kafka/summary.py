@@ -10,6 +10,7 @@ from __future__ import annotations
 from contextvars import ContextVar
 from typing import Any
 
+from wiredump.dissect import internal
 from wiredump.dissect.model import Frame
 from wiredump.dissect.protocols.kafka.topics import TopicNames
 
@@ -267,7 +268,10 @@ def summarize(
         token = _NAMES.set(names)
         try:
             text = fn(f, body, is_req)
-        except Exception:  # a summary must never cost the frame
+        except Exception as e:  # a summary must never cost the frame, but a bug in it is reported
+            f.anomalies.append(
+                internal.internal_error(e, "summarize", "kafka", f"the summary of a {f.type} {f.kind}")
+            )
             text = ""
         finally:
             _NAMES.reset(token)

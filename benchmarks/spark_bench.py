@@ -1,0 +1,166 @@
+"""Spark at scale, side by side in one run: local export, Spark local[1] and local[2].
+
+Two inputs:
+- one large capture (default ≥ 1 GiB), built here from real traffic: a real capture (by default
+  `benchmarks/data/kafka-large.pcap` if present, else the largest Kafka capture of the shared
+  corpus) replayed with fresh ports, sequence numbers and times by `scale_capture.py` until it
+  reaches `--size-mb`;
+- a many-capture corpus: every real capture of the shared corpus, copied `--copies` times.
+
+For each command it prints wall time, CPU time (all processes of the run), and peak RSS of the
+driver's Python, of the JVM (driver and executors in local mode) and of the largest Python
+worker, sampled from /proc every 0.2 s; then the speed-up of local[2] over local[1]. Default Spark
+settings (those `wiredump spark` uses). A process above 1 GiB is flagged.
+
+    python benchmarks/spark_bench.py                      # 1 GiB capture + corpus x8
+    python benchmarks/spark_bench.py --size-mb 20 --copies 1   # a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CORPUS = Path(os.environ.get("WIREDUMP_CAPTURES", HERE.parent.parent / "shared" / "captures"))
+PAGE = os.sysconf("SC_PAGE_SIZE")
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _procs() -> dict[int, tuple[int, str, int, float]]:
+    """pid -> (ppid, kind, rss bytes, cpu seconds) for every process now."""
+    out = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{d}/stat").read_text()
+            cmd = Path(f"/proc/{d}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        rest = stat.rsplit(")", 1)[1].split()
+        ppid, utime, stime, rss = int(rest[1]), int(rest[11]), int(rest[12]), int(rest[21])
+        kind = "jvm" if "java" in cmd.split(" ", 1)[0] else "worker" if "pyspark" in cmd else "python"
+        out[int(d)] = (ppid, kind, rss * PAGE, (utime + stime) / TICK)
+    return out
+
+
+def measure(cmd: list[str]) -> dict[str, float]:
+    """Run `cmd`; wall, CPU and peak RSS per kind of process of its tree."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    peak = {"driver": 0, "jvm": 0, "worker": 0}
+    cpu: dict[int, float] = {}
+    while proc.poll() is None:
+        procs = _procs()
+        tree = {proc.pid}
+        changed = True
+        while changed:
+            changed = False
+            for pid, (ppid, *_rest) in procs.items():
+                if ppid in tree and pid not in tree:
+                    tree.add(pid)
+                    changed = True
+        for pid in tree:
+            if pid not in procs:
+                continue
+            _, kind, rss, secs = procs[pid]
+            key = "driver" if pid == proc.pid else "jvm" if kind == "jvm" else "worker"
+            peak[key] = max(peak[key], rss)
+            cpu[pid] = secs
+        time.sleep(0.2)
+    wall = time.monotonic() - t0
+    err = proc.stderr.read() if proc.stderr else ""
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{err[-3000:]}")
+    return {"wall": wall, "cpu": sum(cpu.values()), **{k: v / 2**20 for k, v in peak.items()}}
+
+
+def build_large(size_mb: int, work: Path) -> Path:
+    src = HERE / "data" / "kafka-large.pcap"
+    if not src.exists():
+        src = max((CORPUS / "kafka").glob("*.pcap"), key=lambda p: p.stat().st_size)
+    n = max(1, -(-size_mb * 2**20 // src.stat().st_size))
+    out = work / f"large-{size_mb}mb.pcap"
+    subprocess.run(
+        [sys.executable, str(HERE / "scale_capture.py"), str(src), str(out), "-n", str(n)], check=True
+    )
+    return out
+
+
+def build_corpus(copies: int, work: Path) -> Path:
+    out = work / "corpus"
+    out.mkdir()
+    for k in range(copies):
+        for p in sorted(CORPUS.glob("*/*.pcap")):
+            shutil.copy(p, out / f"{k:03d}-{p.parent.name}-{p.name}")
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--size-mb", type=int, default=1024, help="size of the large capture")
+    ap.add_argument("--copies", type=int, default=8, help="copies of the shared corpus")
+    ap.add_argument("--split-size", default="128m", help="spark export --split-size")
+    ap.add_argument("--shards", type=int, default=1, help="spark export --shards")
+    ap.add_argument("--keep", action="store_true", help="keep the work folder")
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="wiredump-spark-bench-"))
+    try:
+        inputs = {
+            "large capture": [str(build_large(args.size_mb, work))],
+            "corpus": sorted(str(p) for p in build_corpus(args.copies, work).iterdir()),
+        }
+        rows = []
+        for label, paths in inputs.items():
+            size = sum(
+                (
+                    Path(p).stat().st_size
+                    if Path(p).is_file()
+                    else sum(f.stat().st_size for f in Path(p).iterdir())
+                )
+                for p in paths
+            )
+            runs = {
+                "local export": [sys.executable, "-m", "wiredump", "export", *paths, "-o", str(work / "x")],
+            }
+            for cores in (1, 2):
+                runs[f"spark local[{cores}]"] = [
+                    sys.executable, "-m", "wiredump", "spark", "export", *paths,
+                    "-o", str(work / f"s{cores}"), "--master", f"local[{cores}]",
+                    "--split-size", args.split_size, "--shards", str(args.shards),
+                ]  # fmt: skip
+            results = {}
+            for name, cmd in runs.items():
+                for d in ("x", "s1", "s2"):
+                    shutil.rmtree(work / d, ignore_errors=True)
+                results[name] = r = measure(cmd)
+                rows.append((label, size / 2**20, name, r))
+                print(f"done: {label} / {name}: {r['wall']:.1f} s", file=sys.stderr)
+            one, two = results["spark local[1]"]["wall"], results["spark local[2]"]["wall"]
+            rows.append((label, size / 2**20, "local[2] speed-up over local[1]", {"ratio": one / two}))
+        print(
+            f"{'input':<14} {'MB':>7} {'command':<32} {'wall s':>8} {'CPU s':>8} {'driver MB':>10} {'JVM MB':>8} {'worker MB':>10}"
+        )
+        for label, mb, name, r in rows:
+            if "ratio" in r:
+                print(f"{label:<14} {mb:>7.1f} {name:<32} {r['ratio']:>8.2f}x")
+                continue
+            flag = "  > 1 GiB!" if max(r["driver"], r["jvm"], r["worker"]) > 1024 else ""
+            print(
+                f"{label:<14} {mb:>7.1f} {name:<32} {r['wall']:>8.1f} {r['cpu']:>8.1f} {r['driver']:>10.0f} "
+                f"{r['jvm']:>8.0f} {r['worker']:>10.0f}{flag}"
+            )
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,16 @@
+"""The anomaly kinds only Pulsar reports (the shared ones are the engine's: `wiredump.dissect.anomalies`)."""
+
+from __future__ import annotations
+
+from wiredump.dissect.anomalies import WARNING, AnomalyKind
+
+
+def declare() -> list[AnomalyKind]:
+    return [
+        AnomalyKind(
+            "chunk_incomplete",
+            WARNING,
+            "a chunked Pulsar message whose chunks did not all arrive (or were evicted) before the "
+            "connection or capture ended",
+        ),
+    ]
