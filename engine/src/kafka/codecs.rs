@@ -33,7 +33,7 @@ impl Default for Limits {
             max_ratio: 1000,
             ratio_floor: MIB,
             decompressed_total: 0,
-            max_messages: 100_000,
+            max_messages: 25_000,
         }
     }
 }

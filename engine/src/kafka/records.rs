@@ -877,6 +877,9 @@ fn legacy<'a>(
     cx.base = saved + pos as i128;
     let mut inner_msgs: Vec<Message<'a>> = Vec::new();
     let mut entries: Vec<bool> = Vec::new();
+    // Past the frame's cap (Limits::max_messages) inner messages are read and counted, not kept.
+    let room = cx.limits.max_messages as i64 - cx.records_so_far();
+    let (mut over, mut last_over) = (0usize, 0i128);
     let (mut ipos, n) = (0usize, inner.len());
     while ipos < n {
         if ((n - ipos) as i64) < 12 + LEGACY_MIN {
@@ -902,13 +905,23 @@ fn legacy<'a>(
         }
         let iend = iend as usize;
         // The inner buffer is temporary: its messages own their bytes (depth 1 copies).
-        let e = legacy_inner(&inner, ipos, iend, ioff, imagic, cx, &mut inner_msgs);
+        let mut sink = Vec::new();
+        let e = legacy_inner(&inner, ipos, iend, ioff, imagic, cx, &mut sink);
+        if (inner_msgs.len() as i64) < room {
+            inner_msgs.extend(sink);
+        } else if let Some(last) = sink.last() {
+            over += sink.len();
+            last_over = last.offset;
+        }
         entries.push(e);
         ipos = iend;
     }
     cx.base = saved;
     if magic == 1 && offset != 0 {
-        if let Some(last) = inner_msgs.last().map(|im| im.offset) {
+        let last = inner_msgs
+            .last()
+            .map(|im| if over > 0 { last_over } else { im.offset });
+        if let Some(last) = last {
             for im in &mut inner_msgs {
                 im.offset += i128::from(offset) - last;
             }
@@ -923,8 +936,17 @@ fn legacy<'a>(
         }
     }
     m.inner = Some((entries.len(), entries.iter().all(|ok| *ok)));
-    m.record_count = inner_msgs.len() as i64;
+    m.record_count = (inner_msgs.len() + over) as i64;
     cx.messages.extend(inner_msgs);
+    if over > 0 && room >= 0 {
+        // Once per frame: the wrapper that crossed the cap.
+        let max = cx.limits.max_messages;
+        let detail = format!(
+            "wrapper at offset {offset}: inner messages past the frame's {max}th were read and checked, not kept ({over} of {})",
+            m.record_count
+        );
+        cx.problem(None, "message_limit", detail, Some(pos as i128));
+    }
     m
 }
 

@@ -335,7 +335,7 @@ fn entry<'py>(py: Python<'py>, e: &Entry<'_>) -> PyResult<Bound<'py, PyDict>> {
 /// the first non-ok status ("ok" when none), `stats` the counters. `max_messages` is the
 /// frame's message cap, `prior_records` the records its earlier record sets counted.
 #[pyfunction]
-#[pyo3(signature = (data, partial_ok=false, topic=None, partition=None, base=0, max_messages=100_000, prior_records=0))]
+#[pyo3(signature = (data, partial_ok=false, topic=None, partition=None, base=0, max_messages=25_000, prior_records=0))]
 #[allow(clippy::too_many_arguments)]
 fn kafka_records<'py>(
     py: Python<'py>,
