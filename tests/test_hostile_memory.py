@@ -470,3 +470,17 @@ def test_kafka_legacy_gzip_wrapper_is_capped_too(tmp_path: Path) -> None:
     (limit,) = [a for a in f.anomalies if a.kind == "message_limit"]
     assert f"({N - CAP} of {N})" in limit.detail
     assert len([m for m in tables["messages"] if m["packet"] == f.packet]) == CAP
+
+
+def test_past_max_connections_with_data_the_oldest_goes(tmp_path: Path) -> None:
+    """Every connection carries data and stays open: past the limit the oldest is released (never
+    the one just opened), each gets its row once, in stream order at the end."""
+    recs: list[Rec] = []
+    for i in range(6):
+        Conn(recs, 41000 + i, 9092, t0=TS0).client(b"partial")
+    path = write_pcap(tmp_path / "open.pcap", recs)
+    events = list(dissect([str(path)], Options(limits=Limits(max_connections=4))))
+    rows = [e.obj for e in events if e.kind == "connection"]
+    assert [(r.stream, r.packets, r.bytes_client) for r in rows] == [(i, 4, 7) for i in range(6)]
+    (note,) = [e.obj for e in events if e.kind == "anomaly" and e.obj.kind == "connection_limit"]
+    assert note.detail.startswith("2 connections were released early")

@@ -306,6 +306,9 @@ def find_boundary(cf: CaptureFile, b: _Bytes, start: int, end: int) -> int | Non
     """The first offset in [start, end) that looks like a record boundary (see the module's doc)."""
     if start == cf.data_start:
         return start
+    # A record is at most MAX_RECORD long, so a sound file has a boundary within that of any
+    # offset; past it the file is damaged, and the range before reads on (the ranges merge).
+    end = min(end, start + MAX_RECORD + 64)
     if cf.format == "pcap":
         for pos in range(start, end):
             if _pcap_plausible(cf, b, pos, 0):

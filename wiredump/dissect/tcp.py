@@ -219,12 +219,12 @@ class TcpReassembler:
         else:
             conn = Connection(self._next_stream, seg.dst, seg.dport, seg.src, seg.sport, ts_us)
         self._next_stream += 1
+        if len(self.connections) >= self.limits.max_connections:
+            self._evict()  # before the new one joins: it is never the one released
         self.connections[(conn.client, conn.client_port, conn.server, conn.server_port)] = conn
         self._quiet[conn.stream] = conn
         if self.on_release is None:
             self.all.append(conn)
-        if len(self.connections) > self.limits.max_connections:
-            self._evict()
         return conn
 
     # -- releasing state ---------------------------------------------------------------------
@@ -287,7 +287,8 @@ class TcpReassembler:
         conn.last_packet = packet
         stream = conn.stream
         if conn.finished:
-            self._closed.move_to_end(stream)
+            if stream in self._closed:
+                self._closed.move_to_end(stream)
         elif stream in self._quiet:
             if seg.payload or seg.missing:
                 del self._quiet[stream]  # it carries data: kept until it closes
