@@ -13,6 +13,7 @@ pub mod packet;
 pub mod stream;
 pub mod tcp;
 
+pub mod kafka;
 #[cfg(feature = "python")]
 mod python;
 

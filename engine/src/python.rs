@@ -316,6 +316,8 @@ impl StreamReader {
     }
 }
 
+mod kafka;
+
 /// The native engine's version.
 #[pyfunction]
 fn version() -> &'static str {
@@ -326,5 +328,6 @@ fn version() -> &'static str {
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_class::<StreamReader>()?;
+    kafka::register(m)?;
     Ok(())
 }

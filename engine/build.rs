@@ -1,0 +1,344 @@
+//! Generates the Kafka decode tables from `wiredump/proto/kafka_schema.json`.
+//!
+//! Why at build time: the schema is Kafka's own JSON message specs (turned into one table by
+//! `scripts/gen_kafka_schema.py`); compiling it here into static plans, one per (api key,
+//! version, direction), means no decoder is written per API and nothing is compiled or cached
+//! at run time. The compilation mirrors `wiredump/dissect/protocols/kafka/schema.py`
+//! (`_compile_struct`, `_compile_field`, `_fuse`) so both decoders walk the same plans.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+const SCHEMA: &str = "../wiredump/proto/kafka_schema.json";
+
+fn main() {
+    println!("cargo:rerun-if-changed={SCHEMA}");
+    println!("cargo:rerun-if-changed=build.rs");
+    let text = std::fs::read_to_string(SCHEMA).expect("read kafka_schema.json");
+    let schema: Value = serde_json::from_str(&text).expect("parse kafka_schema.json");
+    let mut g = Gen::default();
+    let out = g.generate(&schema);
+    let dest = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("kafka_tables.rs");
+    std::fs::write(dest, out).expect("write kafka_tables.rs");
+}
+
+#[derive(Default)]
+struct Gen {
+    /// Plan text -> its static's name (identical plans are emitted once).
+    plans: HashMap<String, String>,
+    statics: String,
+}
+
+fn range(v: Option<&Value>) -> Option<(i64, i64)> {
+    let a = v?.as_array()?;
+    Some((a[0].as_i64()?, a[1].as_i64()?))
+}
+
+fn within(r: Option<(i64, i64)>, v: i64) -> bool {
+    matches!(r, Some((lo, hi)) if lo <= v && v <= hi)
+}
+
+fn fixed(t: &str) -> Option<(&'static str, u32)> {
+    Some(match t {
+        "int8" => ("I8", 1),
+        "int16" => ("I16", 2),
+        "uint16" => ("U16", 2),
+        "int32" => ("I32", 4),
+        "uint32" => ("U32", 4),
+        "int64" => ("I64", 8),
+        "float64" => ("F64", 8),
+        _ => return None,
+    })
+}
+
+/// One compiled field: its Rust expression and what `schema.py` calls its code and min size.
+struct Op {
+    expr: String,
+    kind: &'static str,
+    fixed: Option<&'static str>,
+    name: Option<String>,
+    min_size: u32,
+}
+
+fn name_expr(name: &Option<String>) -> String {
+    match name {
+        Some(n) => format!("Some({n:?})"),
+        None => "None".into(),
+    }
+}
+
+fn op_expr(kind: &str, name: &Option<String>, compact: bool, nullable: bool, min: u32) -> String {
+    let error = name.as_deref().is_some_and(|n| n.ends_with("error_code"));
+    format!(
+        "Op {{ kind: {kind}, name: {}, compact: {compact}, nullable: {nullable}, min_size: {min}, error: {error} }}",
+        name_expr(name)
+    )
+}
+
+impl Gen {
+    fn field(&mut self, f: &Value, version: i64, mut flexible: bool, name: Option<String>) -> Op {
+        let ftype = f["type"].as_str().expect("type");
+        if let Some(fl) = f.get("flexible") {
+            flexible = within(range(Some(fl)), version);
+        }
+        let nullable = within(range(f.get("nullable")), version);
+        let simple = |kind: &'static str, fx: Option<&'static str>, compact: bool, min: u32| Op {
+            expr: op_expr(kind, &name, compact, nullable, min),
+            kind,
+            fixed: fx,
+            name: name.clone(),
+            min_size: min,
+        };
+        if let Some(base) = ftype.strip_prefix("[]") {
+            let elem = if let Some(fields) = f.get("fields") {
+                let (plan, min) = self.plan(fields, version, flexible);
+                Op {
+                    expr: op_expr(&format!("Kind::Struct(&{plan})"), &None, false, false, min),
+                    kind: "Struct",
+                    fixed: None,
+                    name: None,
+                    min_size: min,
+                }
+            } else {
+                let v = serde_json::json!({ "type": base });
+                self.field(&v, version, flexible, None)
+            };
+            // The decoder bounds an array's count by the bytes left divided by this size, so
+            // it must never be 0 (a count could then allocate without limit).
+            assert!(elem.min_size > 0, "array {name:?} has elements of size 0");
+            let min = if flexible { 1 } else { 4 };
+            return Op {
+                expr: op_expr(
+                    &format!("Kind::Array(&{})", elem.expr),
+                    &name,
+                    flexible,
+                    nullable,
+                    min,
+                ),
+                kind: "Array",
+                fixed: None,
+                name,
+                min_size: min,
+            };
+        }
+        if let Some(fields) = f.get("fields") {
+            let (plan, min) = self.plan(fields, version, flexible);
+            let min = if nullable { 1 } else { min };
+            return Op {
+                expr: op_expr(
+                    &format!("Kind::Struct(&{plan})"),
+                    &name,
+                    false,
+                    nullable,
+                    min,
+                ),
+                kind: "Struct",
+                fixed: None,
+                name,
+                min_size: min,
+            };
+        }
+        if let Some((fx, size)) = fixed(ftype) {
+            let e = format!("Kind::Fixed(Fixed::{fx})");
+            let mut op = simple("Fixed", Some(fx), false, size);
+            op.expr = op_expr(&e, &name, false, nullable, size);
+            return op;
+        }
+        let (kind, min) = match ftype {
+            "bool" => ("Bool", 1),
+            "uuid" => ("Uuid", 16),
+            "string" => ("String", if flexible { 1 } else { 2 }),
+            "bytes" => ("Bytes", if flexible { 1 } else { 4 }),
+            "records" => ("Records", if flexible { 1 } else { 4 }),
+            other => panic!("unknown Kafka field type {other}"),
+        };
+        let compact = flexible && kind != "Bool" && kind != "Uuid";
+        let mut op = simple(kind, None, compact, min);
+        op.expr = op_expr(&format!("Kind::{kind}"), &name, compact, nullable, min);
+        op
+    }
+
+    /// Compiles a struct for one version; returns the plan's static name and its min size.
+    fn plan(&mut self, fields: &Value, version: i64, flexible: bool) -> (String, u32) {
+        let mut ops: Vec<Op> = Vec::new();
+        let mut tags: Vec<(u64, Op)> = Vec::new();
+        for f in fields.as_array().expect("fields") {
+            if !within(range(f.get("versions")), version) {
+                continue;
+            }
+            let name = f["name"].as_str().map(str::to_owned);
+            if f.get("tag").is_some() && within(range(f.get("tagged")), version) {
+                if flexible {
+                    let tag = f["tag"].as_u64().expect("tag");
+                    let op = self.field(f, version, true, name);
+                    tags.retain(|(t, _)| *t != tag);
+                    tags.push((tag, op));
+                }
+                continue;
+            }
+            ops.push(self.field(f, version, flexible, name));
+        }
+        let min: u32 = ops.iter().map(|o| o.min_size).sum::<u32>() + u32::from(flexible);
+        let fused = fuse(ops);
+        let mut body = String::from("Plan { ops: &[");
+        for e in &fused {
+            let _ = write!(body, "{e}, ");
+        }
+        body.push_str("], tags: &[");
+        for (t, op) in &tags {
+            let _ = write!(body, "({t}, {}), ", op.expr);
+        }
+        let _ = write!(body, "], flexible: {flexible}, min_size: {min} }}");
+        let n = self.plans.len();
+        let name = self
+            .plans
+            .entry(body.clone())
+            .or_insert_with(|| {
+                let name = format!("P{n}");
+                let _ = writeln!(self.statics, "static {name}: Plan = {body};");
+                name
+            })
+            .clone();
+        (name, min)
+    }
+
+    fn generate(&mut self, schema: &Value) -> String {
+        let mut apis: Vec<(i64, &Value)> = schema["apis"]
+            .as_object()
+            .expect("apis")
+            .iter()
+            .map(|(k, v)| (k.parse().expect("api key"), v))
+            .collect();
+        apis.sort_by_key(|(k, _)| *k);
+        let mut table = String::from("pub static API_PLANS: &[ApiPlans] = &[\n");
+        let mut info = String::from("pub static APIS: &[ApiInfo] = &[\n");
+        for (key, api) in &apis {
+            let flex = api["flexible"].as_i64();
+            let name = api["name"].as_str().expect("name");
+            let _ = writeln!(
+                info,
+                "    ApiInfo {{ key: {key}, name: {name:?}, flexible: {} }},",
+                flex.map_or("None".into(), |f| format!("Some({f})"))
+            );
+            let mut versions: Vec<i64> = api["versions"]
+                .as_array()
+                .expect("versions")
+                .iter()
+                .filter_map(Value::as_i64)
+                .collect();
+            versions.sort_unstable();
+            for v in versions {
+                let flexible = flex.is_some_and(|f| v >= f);
+                let mut sides = Vec::new();
+                for kind in ["request", "response"] {
+                    let entry = api[kind].as_array().expect("entries").iter().find(|e| {
+                        e["versions"]
+                            .as_array()
+                            .expect("versions")
+                            .iter()
+                            .any(|x| x.as_i64() == Some(v))
+                    });
+                    sides.push(match entry {
+                        Some(e) => format!("Some(&{})", self.plan(&e["fields"], v, flexible).0),
+                        None => "None".into(),
+                    });
+                }
+                let _ = writeln!(
+                    table,
+                    "    ApiPlans {{ key: {key}, version: {v}, request: {}, response: {} }},",
+                    sides[0], sides[1]
+                );
+            }
+        }
+        table.push_str("];\n");
+        info.push_str("];\n");
+        let mut data = String::from("pub static DATA_PLANS: &[DataPlan] = &[\n");
+        let mut names: Vec<(&String, &Value)> =
+            schema["data"].as_object().expect("data").iter().collect();
+        names.sort_by(|a, b| a.0.cmp(b.0));
+        for (name, d) in names {
+            let flex = d["flexible"].as_i64();
+            for v in d["versions"]
+                .as_array()
+                .expect("versions")
+                .iter()
+                .filter_map(Value::as_i64)
+            {
+                let flexible = flex.is_some_and(|f| v >= f);
+                let (plan, _) = self.plan(&d["fields"], v, flexible);
+                let _ = writeln!(
+                    data,
+                    "    DataPlan {{ name: {name:?}, version: {v}, plan: &{plan} }},"
+                );
+            }
+        }
+        data.push_str("];\n");
+        let mut errors: Vec<(i64, &str)> = schema["errors"]
+            .as_object()
+            .expect("errors")
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.parse().expect("error code"),
+                    v.as_str().expect("error name"),
+                )
+            })
+            .collect();
+        errors.sort_unstable();
+        let mut err = String::from("pub static ERROR_NAMES: &[(i16, &str)] = &[\n");
+        for (k, v) in errors {
+            let _ = writeln!(err, "    ({k}, {v:?}),");
+        }
+        err.push_str("];\n");
+        format!(
+            "// Generated by engine/build.rs from wiredump/proto/kafka_schema.json: do not edit.\n{}{table}{info}{data}{err}",
+            self.statics
+        )
+    }
+}
+
+/// Runs of fixed-width fields and bools become one `Kind::Run` (as `schema._fuse` does): the
+/// walker reads them with one bounds check and reports a short run under its first name.
+fn fuse(ops: Vec<Op>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut run: Vec<Op> = Vec::new();
+    fn flush(run: &mut Vec<Op>, out: &mut Vec<String>) {
+        if run.len() == 1 && run[0].kind == "Fixed" {
+            out.push(run.pop().expect("one").expr);
+        } else if !run.is_empty() {
+            let size: u32 = run.iter().map(|o| o.min_size).sum();
+            let mut e = String::from("&[");
+            for o in run.iter() {
+                let n = o.name.clone().unwrap_or_default();
+                let fx = o.fixed.unwrap_or("Bool");
+                let _ = write!(
+                    e,
+                    "RunField {{ name: {n:?}, ty: Fixed::{fx}, error: {} }}, ",
+                    n.ends_with("error_code")
+                );
+            }
+            e.push(']');
+            out.push(op_expr(
+                &format!("Kind::Run({e})"),
+                &None,
+                false,
+                false,
+                size,
+            ));
+            run.clear();
+        }
+    }
+    for op in ops {
+        if op.kind == "Fixed" || op.kind == "Bool" {
+            run.push(op);
+        } else {
+            flush(&mut run, &mut out);
+            out.push(op.expr);
+        }
+    }
+    flush(&mut run, &mut out);
+    out
+}
