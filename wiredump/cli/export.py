@@ -16,7 +16,7 @@ from wiredump.cli.source import Progress, Run
 from wiredump.cli.timeline import ProgressOpt
 from wiredump.dissect.capture import open_capture
 from wiredump.dissect.parallel import auto_workers
-from wiredump.dissect.pipeline import CAPTURE_END, CaptureEnd
+from wiredump.dissect.pipeline import CAPTURE_END, CaptureEnd, Options
 
 FORMATS = ("parquet", "jsonl")
 
@@ -27,6 +27,15 @@ def _watch_ends(events: Iterable[Any], ends: list[CaptureEnd]) -> Iterator[Any]:
         if ev.kind == CAPTURE_END:
             ends.append(ev.obj)
         yield ev
+
+
+def _with_progress(paths: list[str], options: Options) -> Iterator[Any]:
+    """Worker 0's reading in `export --workers N`: the serial export's progress bar on stderr.
+
+    Every worker reads the whole capture, so worker 0's bar is the reading's progress (the
+    merge of the workers' tables that follows has no bar of its own).
+    """
+    return Run(paths, options, progress=True, times=False).events()
 
 
 @contextmanager
@@ -108,7 +117,8 @@ def export(
         from wiredump.dissect.parallel import export_parallel
 
         try:
-            counts, ends = export_parallel(list(captures), out, fmt, values, options, n)
+            source = _with_progress if progress and Progress.wanted() else None
+            counts, ends = export_parallel(list(captures), out, fmt, values, options, n, source)
         except OSError as e:
             raise UsageError(f"{e.filename or out}: {e.strerror or e}") from None
     else:

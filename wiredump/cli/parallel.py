@@ -10,6 +10,11 @@ connection-less anomaly line may trade places with a frame line of the same pack
 
 Used for plain text and JSON lines into a pipe or file (no delta times, which
 depend on the previous line shown).
+
+The end-of-capture notes (no broker traffic, the snap-length summary: `cli.notes`)
+need the whole capture's counts, and each worker sees only its share of the
+connections: every worker sends its own `CaptureNotes` with its end-of-capture
+marker, and the parent adds them up and prints the serial run's lines.
 """
 
 from __future__ import annotations
@@ -21,8 +26,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+import typer
+
+from wiredump.cli.notes import CaptureNotes
 from wiredump.dissect.parallel import auto_workers  # noqa: F401  (the timeline asks this module)
-from wiredump.dissect.pipeline import Options
+from wiredump.dissect.pipeline import CAPTURE_END, CaptureEnd, Event, Options
 
 BATCH = 512
 
@@ -42,6 +50,30 @@ class Job:
     shard: tuple[int, int]
     progress: bool
     values: str = "short"
+
+
+@dataclass
+class _End:
+    """A worker's end-of-capture marker: its share of the notes; the capture's end from worker 0."""
+
+    notes: CaptureNotes
+    end: CaptureEnd | None
+
+
+def _add_notes(parts: list[CaptureNotes], summarise_snap: bool) -> CaptureNotes:
+    """The workers' notes of one capture as one serial run would have counted them."""
+    total = CaptureNotes(summarise_snap=summarise_snap)
+    for n in parts:
+        total.frames += n.frames
+        total.connections += n.connections
+        for port, k in n.ports.items():
+            total.ports[port] = total.ports.get(port, 0) + k
+        total.snap += n.snap
+        first = n.snap_first
+        if first is not None and (total.snap_first is None or first.packet < total.snap_first.packet):
+            total.snap_first = first
+        total.snap_last = max(total.snap_last, n.snap_last)
+    return total
 
 
 class _Collect:
@@ -66,7 +98,7 @@ def _worker(job: Job, conn: Any) -> None:
     from wiredump.cli.source import Run, annotate, in_packet_order
     from wiredump.dissect.capture import CaptureError
     from wiredump.dissect.filter import compile_filter
-    from wiredump.dissect.pipeline import ANOMALY, CAPTURE_END, FRAME
+    from wiredump.dissect.pipeline import ANOMALY, FRAME
 
     try:
         opts = tl.TimelineOptions(
@@ -86,13 +118,16 @@ def _worker(job: Job, conn: Any) -> None:
         json_lines: list[str] = []
         if job.fmt == "jsonl":
             printer._json = lambda f, capture: json_lines.append(_json_line(f, capture, job.detail))  # type: ignore[method-assign]
-        batch: list[tuple[int, int, bool, str]] = []
+        batch: list[tuple[int, int, bool, str | _End]] = []
+        notes = CaptureNotes(summarise_snap=not job.all_anomalies)
         cap_index = 0
         started = False
         flt = opts.filter
         show_anomalies = job.fmt == "text" and flt is None
         for item in in_packet_order(annotate(run.events())):
             ev = item.ev
+            if notes.feed(ev):
+                continue  # a snap-length note: summarised at the capture's end, as in a serial run
             if not started:
                 printer.clock.start(run.info.first_ts_us)
                 started = True
@@ -106,22 +141,14 @@ def _worker(job: Job, conn: Any) -> None:
                 text_lines.clear()
             elif ev.kind == ANOMALY and ev.frame is None and show_anomalies:
                 a = ev.obj
-                # Snap-length notes are one summary line in a serial run (cli.notes); not per packet here.
-                shown = a.kind in tl.SHOWN_ANOMALIES and a.kind != "truncated_packet"
-                if shown or opts.all_anomalies:
+                if a.kind in tl.SHOWN_ANOMALIES or opts.all_anomalies:
                     printer.anomaly(a, run.info.packet_ts(a.packet))
                     batch.append((cap_index, a.packet, False, "\n".join(out.lines) + "\n"))
                     out.lines.clear()
             elif ev.kind == CAPTURE_END:
-                if job.shard[0] == 0:
-                    batch.append(
-                        (
-                            cap_index,
-                            sys.maxsize,
-                            False,
-                            "\0end\0" + (ev.obj.truncated or "") + "\0" + ev.obj.name,
-                        )
-                    )
+                end = _End(notes, ev.obj if job.shard[0] == 0 else None)
+                batch.append((cap_index, sys.maxsize, False, end))
+                notes = CaptureNotes(summarise_snap=not job.all_anomalies)
                 cap_index += 1
                 started = False
             if len(batch) >= BATCH:
@@ -150,7 +177,7 @@ class WorkerError(Exception):
     pass
 
 
-def _stream(conn: Any) -> Iterator[tuple[int, int, bool, str]]:
+def _stream(conn: Any) -> Iterator[tuple[int, int, bool, str | _End]]:
     while True:
         try:
             msg = conn.recv()
@@ -164,7 +191,8 @@ def _stream(conn: Any) -> Iterator[tuple[int, int, bool, str]]:
 
 
 def run_parallel(job: Job, workers: int, count: int | None, multi: bool) -> tuple[int, list[str]]:
-    """Writes the merged lines to stdout; returns (frames shown, truncation messages)."""
+    """Writes the merged lines to stdout and the end-of-capture notes to stderr, as the serial
+    timeline does; returns (frames shown, truncation messages)."""
     if count is not None and count <= 0:
         return 0, []
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
@@ -180,24 +208,37 @@ def run_parallel(job: Job, workers: int, count: int | None, multi: bool) -> tupl
         conns.append(parent)
     shown = 0
     truncated: list[str] = []
+    said: list[str] = []
+    ends: dict[int, list[_End]] = {}
     write = sys.stdout.write
     current = -1
+    text_headers = multi and job.fmt == "text"
     try:
         merged = heapq.merge(*(_stream(c) for c in conns), key=lambda t: (t[0], t[1]))
         for cap, _packet, is_frame, text in merged:
-            if text.startswith("\0end\0"):
-                _, _, reason, name = text.split("\0", 3)
-                if reason:
-                    truncated.append(f"{name}: capture is truncated: {reason}")
-                continue
-            if multi and cap != current and job.fmt == "text":
+            if text_headers and cap != current:
+                # The serial timeline names every capture it reaches, even one that shows no line.
                 current = cap
                 write(f"==> {job.captures[cap]} <==\n")
+            if isinstance(text, _End):
+                parts = ends.setdefault(cap, [])
+                parts.append(text)
+                if len(parts) == workers:  # every worker has finished this capture
+                    end = next(e.end for e in parts if e.end is not None)
+                    notes = _add_notes([e.notes for e in parts], not job.all_anomalies)
+                    said += notes.end(Event(CAPTURE_END, end, end.name), end.name if multi else None)
+                    if end.truncated:
+                        truncated.append(f"{end.name}: capture is truncated: {end.truncated}")
+                    del ends[cap]
+                continue
             write(text)
             if is_frame:
                 shown += 1
                 if count is not None and shown >= count:
                     break
+        sys.stdout.flush()
+        for line in said:
+            typer.echo(f"wiredump: {line}", err=True)
     finally:
         for p in procs:
             if p.is_alive():

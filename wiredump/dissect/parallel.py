@@ -6,6 +6,9 @@ writes its own Parquet part files. The parent then merges each table's parts in 
 streaming k-way merge on the packet number, so the result has the same rows in the
 same packet order as a single-process export, with memory bounded by one batch
 per part.
+
+The caller may hand in its own way of reading (`source`, e.g. one with a progress bar);
+worker 0 reads through it, so one bar shows the reading while the others stay quiet.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from wiredump.dissect.pipeline import CAPTURE_END, CaptureEnd, Options, dissect
+from wiredump.dissect.pipeline import CAPTURE_END, CaptureEnd, Event, Options, dissect
 from wiredump.dissect.tables import PARQUET_OPTIONS, SCHEMAS, TABLES, TableWriter
 
 MERGE_BATCH = 4096
@@ -51,15 +54,22 @@ SORT_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _worker(args: tuple[list[str], Options, bool, int, int, str]) -> tuple[dict[str, int], list[CaptureEnd]]:
+Source = Callable[[list[str], Options], Iterable[Event]]
+"""Reads captures into events, as `dissect` does (a module-level function: it crosses to a worker)."""
+
+
+def _worker(
+    args: tuple[list[str], Options, bool, int, int, str, Source | None],
+) -> tuple[dict[str, int], list[CaptureEnd]]:
     from wiredump.dissect.tables import TableSet
 
-    paths, options, values, k, n, part_dir = args
+    paths, options, values, k, n, part_dir, source = args
     ends: list[CaptureEnd] = []
     tables = TableSet(Path(part_dir), fmt="parquet", values=values)
+    read = source or dissect
 
     def events() -> Iterator[object]:
-        for ev in dissect(paths, replace(options, shard=(k, n))):
+        for ev in read(paths, replace(options, shard=(k, n))):
             if ev.kind == CAPTURE_END:
                 ends.append(ev.obj)
             yield ev
@@ -171,13 +181,24 @@ class _Sink:
 
 
 def export_parallel(
-    paths: list[str], out: Path, fmt: str, values: bool, options: Options, workers: int
+    paths: list[str],
+    out: Path,
+    fmt: str,
+    values: bool,
+    options: Options,
+    workers: int,
+    source: Source | None = None,
 ) -> tuple[dict[str, int], list[CaptureEnd]]:
-    """The five tables of `paths` in `out`, decoded by `workers` processes."""
+    """The five tables of `paths` in `out`, decoded by `workers` processes.
+
+    `source`, when given, is how worker 0 reads (the others read with `dissect`)."""
     out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".wiredump-parts-", dir=out))
     try:
-        jobs = [(paths, options, values, k, workers, str(tmp / f"part-{k}")) for k in range(workers)]
+        jobs = [
+            (paths, options, values, k, workers, str(tmp / f"part-{k}"), source if k == 0 else None)
+            for k in range(workers)
+        ]
         ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
         with ctx.Pool(workers) as pool:
             results = pool.map(_worker, jobs)
