@@ -10,6 +10,7 @@ made without wiredump), with packet numbers mapped through the records kept.
 from __future__ import annotations
 
 import random
+import re
 import struct
 from collections.abc import Callable
 from pathlib import Path
@@ -414,3 +415,110 @@ def test_a_protocol_whose_scoring_raises_is_an_internal_error_not_a_verdict(
     assert all(a.stream is not None and a.packet for a in errors)
     assert len(frames) == len(tsv_rows(CAPTURES / "tank" / "t01-basic.pdus.tsv"))
     assert {f.protocol for f in frames} == {"tank"}
+
+
+# -- mid-stream inside a frame larger than the detection window ----------------------------------------
+PRAVEGA = 12345
+
+
+def payload_bytes(recs: list[V.Rec], src_port: int, dst_port: int) -> int:
+    """TCP payload bytes sent from `src_port` to `dst_port` in the records (counted here, not by wiredump)."""
+    return sum(
+        len(t.payload)
+        for r in recs
+        if (t := r.tcp()) is not None and (t.src[1], t.dst[1]) == (src_port, dst_port)
+    )
+
+
+def resegment(recs: list[V.Rec], mss: int) -> list[V.Rec]:
+    """Every payload longer than `mss` sent as segments of `mss` bytes (a real network's, not loopback's)."""
+    out = []
+    for r in recs:
+        t = r.tcp()
+        if t is None or len(t.payload) <= mss:
+            out.append(r)
+            continue
+        for off in range(0, len(t.payload), mss):
+            out.append(V.rebuild(r, (t.seq + off) & 0xFFFFFFFF, t.payload[off : off + mss]))
+    return out
+
+
+@pytest.mark.parametrize(("cut", "mss"), [(20, None), (30, None), (60, None), (60, 1448)])
+def test_mid_stream_inside_a_frame_larger_than_the_window_is_found_on_a_later_window(
+    tmp_path: Path, cut: int, mss: int | None
+) -> None:
+    """p08 (Pravega appends of 1 and 3 MiB) on ODD, cut inside one of those appends, with the client's port
+    below the server's (with `mss`, re-segmented: a window then ends by its count of segments): the
+    first 64 KiB window of the connection holds no frame start, and no other connection teaches ODD
+    before it closes. Later windows are scored until the broker's replies are
+    recognised: from each direction's first frame on, every frame is the independent decode's
+    (p08-large-events.frames.tsv: packets, type, request id, length), none is invented, and every byte
+    of the connection not in a frame is reported as skipped (undecoded or resync), counted from the
+    variant's own TCP payloads."""
+    cap = capture("pravega", "p08-large-events")
+    kept = cap.recs[cut:]
+    if mss is not None:
+        kept = resegment(kept, mss)
+    recs = ports(kept, lambda p: ODD if p == PRAVEGA else low(p))
+    var = V.write(cap, recs, tmp_path / "mid.pcap")
+    orig = {i + 1: r.orig for i, r in enumerate(kept)}  # variant packet → packet of the original capture
+    frames, anomalies, conns = decode(var)
+
+    rows = tsv_rows(CAPTURES / "pravega" / "p08-large-events.frames.tsv")
+    want = {
+        (role(r["dir"]), int(r["first_frame"]), int(r["last_frame"]), r["type"])
+        + (int(r["request_id"]) if r["request_id"] else None, int(r["length"]) + 8)
+        for r in rows
+        if int(r["first_frame"]) > cut
+    }
+    got = [(f.role, orig[f.first_packet], orig[f.packet], f.type, f.correlation_id, f.length) for f in frames]
+    assert len(got) == len(set(got)) and set(got) <= want  # nothing invented, nothing twice
+    first_stream = {int(r["first_frame"]): int(r["stream"]) for r in rows}
+    by_dir: dict[tuple[int, str], list[tuple]] = {}
+    for g in got:
+        by_dir.setdefault((first_stream[g[1]], g[0]), []).append(g)
+    # The cut connection (tsv stream 0) is decoded: its broker's replies at least.
+    assert by_dir.get((0, "server"))
+    for (stream, side), found in by_dir.items():
+        start = min(g[1] for g in found)
+        rest = {w for w in want if first_stream[w[1]] == stream and w[0] == side and w[1] >= start}
+        assert set(found) == rest, (stream, side)
+    # The later connections are whole.
+    assert {w for w in want if first_stream[w[1]] > 0} <= set(got)
+
+    cut_conn = [c for c in conns if c.stream == 0]
+    assert len(cut_conn) == 1 and (cut_conn[0].protocol, cut_conn[0].server_port) == ("pravega", ODD)
+    sent = {
+        "client": payload_bytes(recs, cut_conn[0].client_port, ODD),
+        "server": payload_bytes(recs, ODD, cut_conn[0].client_port),
+    }
+    framed = {side: sum(g[5] for g in by_dir.get((0, side), [])) for side in sent}
+    skipped = {"client": 0, "server": 0}
+    for a in anomalies:
+        if a.stream != 0:
+            continue
+        if a.kind == "undecoded":
+            m = re.search(r"(\d+) client and (\d+) server bytes", a.detail)
+            assert m, a.detail
+            skipped["client"] += int(m[1])
+            skipped["server"] += int(m[2])
+        elif a.kind == "resync":
+            m = re.search(r"skipped (\d+) (client|server) bytes", a.detail)
+            assert m, a.detail
+            skipped[m[2]] += int(m[1])
+    assert skipped["client"] > 0
+    for side in sent:
+        assert framed[side] + skipped[side] == sent[side], side
+
+
+def test_large_mid_stream_noise_on_an_unknown_port_stays_undecoded_and_bounded(tmp_path: Path) -> None:
+    """The later windows cost no invented frame: p08's payloads replaced by noise, cut mid-stream on ODD,
+    give no frame, no protocol, and no resync or malformed line (at most an undecoded one)."""
+    cap = capture("pravega", "p08-large-events")
+    recs = noise(ports(cap.recs[20:], lambda p: ODD if p == PRAVEGA else low(p)), seed=14)
+    var = V.write(cap, recs, tmp_path / "noise.pcap")
+    frames, anomalies, conns = decode(var)
+    assert frames == []
+    assert conns and {c.protocol for c in conns} == {None}
+    assert sum(c.bytes_client + c.bytes_server for c in conns) > 4_000_000
+    assert not {"malformed", "resync", "unknown_type"} & {a.kind for a in anomalies}

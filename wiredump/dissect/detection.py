@@ -23,6 +23,15 @@ taught later. The pipeline replays the held deliveries into the chosen protocol'
 with their own packets and times, and keeps later frames back meanwhile so that frames
 still leave in packet order.
 
+A connection seen mid-stream whose hold fills below the minimum is not given up at once:
+the capture may have begun inside a frame larger than HOLD_BYTES, so no frame start is in
+its first window. The full direction's bytes are dropped (counted, reported as `undecoded`
+once the connection is decided) and its next bytes are scored as a new window, while the
+other direction's run keeps growing from its start (a broker's short replies to a large
+append); at most MAX_WINDOWS per connection and CAPTURE_WINDOWS per capture, so a large
+non-broker connection costs a bounded number of scorings. Left undecoded, a connection some
+window of which partly matched a protocol is reported (the best score any window reached).
+
 Detection runs on every connection, also on those another worker decodes, so that what
 step 3 remembers is the same in every worker.
 """
@@ -45,6 +54,13 @@ HOLD_TOTAL = 32 * 1024 * 1024
 pushed past decides at once (bounded memory whatever the number of connections)."""
 EARLY_TRIES = 3
 """Times a connection is scored before its hold ends (each time the other side speaks)."""
+MAX_WINDOWS = 128
+"""Later windows tried per connection seen mid-stream whose first window scored below the minimum
+(a capture begun inside a frame larger than HOLD_BYTES: its first window holds no frame start).
+Each window is at most HOLD_BYTES of a direction, so a connection is tried on at most 8 MiB."""
+CAPTURE_WINDOWS = 2048
+"""Later windows tried over all connections of a capture: a capture full of large non-broker
+connections seen mid-stream costs at most this many extra scorings (then they are given up at once)."""
 
 
 def other(role: str) -> str:
@@ -73,10 +89,14 @@ class Held:
     and the connection is decoded from its next delivery on only if its port is learned later."""
     dropped: dict[str, int] = field(default_factory=lambda: {CLIENT: 0, SERVER: 0})
     """Bytes of each direction not decoded because no protocol was known for them."""
+    windows: int = 0
+    """Windows slid past (see `slide`): their bytes are in `dropped`."""
+    best_seen: tuple[str, int] | None = None
+    """The best score any window slid past reached (for the anomaly of a connection left undecoded)."""
 
     def add(self, role: str, data: bytes, packet: int, ts_us: int) -> bool:
         """Hold one delivery; True when the other side just spoke (time to score again)."""
-        if not self.items:
+        if not self.items and not self.windows:  # the first of all (not of a later window)
             self.first_packet, self.first_ts_us = packet, ts_us
         self.items.append((role, data, packet, ts_us))
         self.size += len(data)
@@ -88,7 +108,7 @@ class Held:
         return turn
 
     def add_gap(self, role: str, size: int, packet: int, ts_us: int) -> None:
-        if not self.items:
+        if not self.items and not self.windows:  # the first of all (not of a later window)
             self.first_packet, self.first_ts_us = packet, ts_us
         self.items.append((role, size, packet, ts_us))
         if self.runs[role]:
@@ -106,6 +126,48 @@ class Held:
         self.cut = {other(r) for r in self.cut}
         self.last_role = other(self.last_role) if self.last_role else None
         self.dropped = {CLIENT: self.dropped[SERVER], SERVER: self.dropped[CLIENT]}
+
+    def done(self) -> list[str]:
+        """Directions whose window is over: their run is full or ended at a gap, or, when the hold
+        is full by its count of deliveries (small segments), the direction that made most of them."""
+        over = [r for r in (CLIENT, SERVER) if r in self.cut or len(self.runs[r]) >= HOLD_BYTES]
+        if over or len(self.items) < HOLD_CHUNKS:
+            return over
+        count = {CLIENT: 0, SERVER: 0}
+        for role, *_ in self.items:
+            count[role] += 1
+        return [max((CLIENT, SERVER), key=lambda r: count[r])]
+
+    def slide(self, best: tuple[str, int] | None) -> int:
+        """Drop what the `done` directions held and score their next bytes as a new window.
+
+        For a connection seen mid-stream that scored below the minimum: the capture may have
+        begun inside a frame larger than the window, so a later window can hold the first frame
+        start. What the other direction holds stays (its run is still growing from its start).
+        The dropped bytes are counted in `dropped` (reported when the connection is decided).
+        Returns the bytes released.
+        """
+        gone = set(self.done())
+        if best is not None and (self.best_seen is None or best[1] > self.best_seen[1]):
+            self.best_seen = best
+        kept: list[tuple[str, bytes | int, int, int]] = []
+        released = 0
+        for item in self.items:
+            role, data = item[0], item[1]
+            if role not in gone:
+                kept.append(item)
+            elif not isinstance(data, int):
+                self.dropped[role] += len(data)
+                released += len(data)
+        self.items = kept
+        self.size -= released
+        for role in gone:
+            self.runs[role] = bytearray()
+            self.cut.discard(role)
+        self.gap_first = True  # the new window starts inside the stream
+        self.tries = 0
+        self.windows += 1
+        return released
 
     def give_up(self) -> int:
         """Stop holding (see `given_up`); returns the bytes released."""
@@ -155,6 +217,8 @@ class Detector:
         self.learned: dict[int, ProtocolSpec] = {}
         """Server port → the protocol a connection on it was detected as, in this capture."""
         self.held_total = 0
+        self.windows = 0
+        """Later windows tried so far in this capture (see CAPTURE_WINDOWS)."""
 
     @property
     def server_ports(self) -> frozenset[int]:
@@ -173,6 +237,17 @@ class Detector:
         if spec is not None and not conn.saw_syn:
             return Decision(spec, swap=True)
         return None
+
+    def may_slide(self, conn: Connection, held: Held) -> bool:
+        """Whether an undecided connection's next window is scored rather than giving up on it:
+        seen mid-stream, a window whose run is done, within the per-connection and capture budgets."""
+        return (
+            not conn.saw_syn
+            and bool(held.done())
+            and held.windows < MAX_WINDOWS
+            and self.windows < CAPTURE_WINDOWS
+            and self.held_total <= HOLD_TOTAL
+        )
 
     def by_bytes(self, conn: Connection, held: Held, final: bool) -> Decision | None:
         """Step 4: the decision the held bytes support, or None to wait for more (when not `final`)."""

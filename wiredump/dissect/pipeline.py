@@ -22,7 +22,7 @@ from wiredump.dissect.correlation import Correlator
 from wiredump.dissect.detection import EARLY_TRIES, HOLD_TOTAL, Decision, Detector, Held, other
 from wiredump.dissect.framing import ConnectionFramer
 from wiredump.dissect.limits import Limits
-from wiredump.dissect.model import Anomaly, ConnectionSummary, Exchange, Frame
+from wiredump.dissect.model import CLIENT, SERVER, Anomaly, ConnectionSummary, Exchange, Frame
 from wiredump.dissect.packet import parse_tcp
 from wiredump.dissect.protocols import all_protocols
 from wiredump.dissect.protocols.base import MIN_CONFIDENCE, ConnContext, ProtocolSpec
@@ -176,15 +176,20 @@ class _Capture:
         turn = held.add(role, data, packet, ts_us)
         self.detector.held_total += len(data)
         if held.full() or self.detector.held_total > HOLD_TOTAL:
-            self._decide(conn, held, final=True)
+            self._decide(conn, held, final=True, window=True)
         elif turn and held.tries < EARLY_TRIES:
             held.tries += 1
             self._decide(conn, held, final=False)
 
-    def _decide(self, conn: Connection, held: Held, final: bool, closing: bool = False) -> None:
+    def _decide(
+        self, conn: Connection, held: Held, final: bool, closing: bool = False, window: bool = False
+    ) -> None:
         """Choose from the held bytes (or wait, when not `final`), then replay them as they came.
 
-        Undecided at the end of an open connection's hold: nothing more is held, and it is
+        Undecided when a window of a connection seen mid-stream is full (`window`): its next
+        window is scored (`Held.slide`, within `Detector.may_slide`'s budgets), the bytes slid
+        past reported as not decoded once it is decided. Otherwise undecided at the end of an
+        open connection's hold: nothing more is held, and it is
         decoded from its next delivery on if its port is learned later. Undecided when it
         closes, with bytes some protocol partly matched: they wait (within HOLD_TOTAL, and
         `hold_us` of capture time) for a later connection on its port to be detected.
@@ -197,7 +202,16 @@ class _Capture:
             self.on_anomaly(a)
         if decision.wait:
             return
+        if decision.spec is None and window and not closing and self.detector.may_slide(conn, held):
+            last = held.items[-1][2] if held.items else held.first_packet
+            self.detector.windows += 1
+            self.detector.held_total -= held.slide(decision.best)
+            # Frames of other connections from the first packet still held on wait (see `waiting`).
+            self.waiting[conn.stream] = min((p for _, _, p, _ in held.items), default=last)
+            return
         self.holding.pop(conn.stream, None)
+        if held.best_seen is not None and (decision.best is None or held.best_seen[1] > decision.best[1]):
+            decision.best = held.best_seen  # a window slid past looked most like a protocol
         if decision.spec is None:
             if (
                 closing
@@ -219,6 +233,18 @@ class _Capture:
             held.swap()
         self._apply(conn, decision)
         framer = conn.user
+        if isinstance(framer, ConnectionFramer) and held.windows:
+            self.on_anomaly(
+                Anomaly(
+                    "undecoded",
+                    f"{held.dropped[CLIENT]} client and {held.dropped[SERVER]} server bytes not decoded: "
+                    f"sent before the window {decision.spec.name} was recognised on "  # type: ignore[union-attr]
+                    f"({held.windows} earlier window{'s' if held.windows != 1 else ''} of this connection, "
+                    "seen mid-stream, held no frame start: the capture began inside a large frame)",
+                    packet=held.first_packet,
+                    stream=conn.stream,
+                )
+            )
         if isinstance(framer, ConnectionFramer):
             self.replayed = []
             try:
@@ -368,7 +394,7 @@ class _Capture:
                 return
             user.add_gap(role, size, packet, ts_us)
             if user.full():
-                self._decide(conn, user, final=True)
+                self._decide(conn, user, final=True, window=True)
         elif user:
             user.gap(role, size, packet, ts_us)  # type: ignore[attr-defined]
 
