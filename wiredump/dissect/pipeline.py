@@ -618,23 +618,44 @@ def dissect_capture(reader: CaptureReader, options: Options) -> Iterator[Event]:
         if cap.ready or cap.held or cap.rows_out:
             yield from cap.release()
     tcp.finish()
+    yield from finish_capture(
+        cap,
+        packets,
+        reader.truncated,
+        getattr(reader, "skipped_unknown_link", 0),
+        tcp.half_open_released,
+        tcp.evicted,
+    )
+
+
+def finish_capture(
+    cap: _Capture,
+    packets: int,
+    truncated: str | None,
+    skipped_unknown_link: int,
+    half_open_released: int,
+    evicted: int,
+) -> Iterator[Event]:
+    """The end of one capture, whichever engine read it: the capture-wide anomalies (a truncated
+    file, connections released early), the last held frames and the connections' rows, then
+    CAPTURE_END. Both engines end through here so that their tables stay identical."""
     cap.end()
-    if reader.truncated and cap.owns(None):
-        cap.ready.append(
-            Event(ANOMALY, Anomaly("truncated_capture", reader.truncated, packet=packets), cap.name)
-        )
     if cap.owns(None):
+        if truncated:
+            cap.ready.append(
+                Event(ANOMALY, Anomaly("truncated_capture", truncated, packet=packets), cap.name)
+            )
         for kind, n, what in (
             (
                 "half_open_released",
-                tcp.half_open_released,
+                half_open_released,
                 "that never carried payload were released "
                 f"after {cap.limits.half_open_us // 1_000_000} s without a packet (half-open: SYN floods, "
                 "unused handshakes)",
             ),
             (
                 "connection_limit",
-                tcp.evicted,
+                evicted,
                 f"were released early: more than "
                 f"{cap.limits.max_connections} were tracked at once (a later packet of theirs starts a new stream)",
             ),
@@ -648,11 +669,7 @@ def dissect_capture(reader: CaptureReader, options: Options) -> Iterator[Event]:
                     )
                 )
     yield from cap.release(final=True)  # the connections' rows come last, in stream order
-    yield Event(
-        CAPTURE_END,
-        CaptureEnd(cap.name, packets, reader.truncated, getattr(reader, "skipped_unknown_link", 0)),
-        cap.name,
-    )
+    yield Event(CAPTURE_END, CaptureEnd(cap.name, packets, truncated, skipped_unknown_link), cap.name)
 
 
 def dissect(paths: Iterable[str], options: Options | None = None) -> Iterator[Event]:

@@ -189,7 +189,7 @@ def dissect_native(reader: RustCapture, options: Options) -> Iterator[Event]:
     connections are flushed, the truncation (if any) is reported and everything is released.
     """
     from wiredump.dissect.pipeline import ANOMALY as ANOMALY_EV
-    from wiredump.dissect.pipeline import CAPTURE_END, CaptureEnd, Event, _Capture
+    from wiredump.dissect.pipeline import Event, _Capture, finish_capture
 
     cap = _Capture(reader.name, options)
     limits = cap.limits
@@ -269,38 +269,6 @@ def dissect_native(reader: RustCapture, options: Options) -> Iterator[Event]:
                 if started and (cap.ready or cap.held or cap.rows_out):
                     yield from cap.release()
                 started = False
-    cap.end()
-    truncated = reader.truncated
-    if truncated and owns_none:
-        cap.ready.append(Event(ANOMALY_EV, Anomaly("truncated_capture", truncated, packet=packets), cap.name))
-    if owns_none:
-        limits = cap.limits
-        for kind, n, what in (
-            (
-                "half_open_released",
-                reader.half_open_released,
-                "that never carried payload were released "
-                f"after {limits.half_open_us // 1_000_000} s without a packet (half-open: SYN floods, "
-                "unused handshakes)",
-            ),
-            (
-                "connection_limit",
-                reader.evicted,
-                f"were released early: more than "
-                f"{limits.max_connections} were tracked at once (a later packet of theirs starts a new stream)",
-            ),
-        ):
-            if n:
-                cap.ready.append(
-                    Event(
-                        ANOMALY_EV,
-                        Anomaly(kind, f"{n} connection{'s' if n != 1 else ''} {what}", packet=packets),
-                        cap.name,
-                    )
-                )
-    yield from cap.release(final=True)  # the connections' rows come last, in stream order
-    yield Event(
-        CAPTURE_END,
-        CaptureEnd(cap.name, packets, truncated, reader.skipped_unknown_link),
-        cap.name,
+    yield from finish_capture(
+        cap, packets, reader.truncated, reader.skipped_unknown_link, reader.half_open_released, reader.evicted
     )
