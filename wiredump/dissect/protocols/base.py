@@ -148,16 +148,9 @@ class ProtocolSpec(ABC):
         By default the `declare()` of the `fields` module in the protocol's own package
         (`protocols/<name>/fields.py`); a protocol without one offers only the frame columns.
         """
-        import importlib
-        import sys
-
-        package = sys.modules[type(self).__module__].__package__
-        try:
-            module = importlib.import_module(f"{package}.fields")
-        except ModuleNotFoundError as e:
-            if e.name == f"{package}.fields":
-                return []
-            raise
+        module = _own_module(self, "fields")
+        if module is None:
+            return []
         declared: list[FieldDecl] = module.declare()
         return declared
 
@@ -169,7 +162,7 @@ class ProtocolSpec(ABC):
         By default the `type_names()` of the `names` module in the protocol's own package, read
         from the protocol's own tables; empty (nothing checked) for a protocol without one.
         """
-        module = _names_module(self)
+        module = _own_module(self, "names")
         return frozenset(module.type_names()) if module is not None else frozenset()
 
     def error_names(self) -> frozenset[str]:
@@ -179,7 +172,7 @@ class ProtocolSpec(ABC):
         different messages (TANK), and some errors are reply types with no code of their own
         (Pravega). From the `names` module as `type_names`; empty (nothing checked) without one.
         """
-        module = _names_module(self)
+        module = _own_module(self, "names")
         return frozenset(module.error_names()) if module is not None else frozenset()
 
     def anomaly_kinds(self) -> list[AnomalyKind]:
@@ -189,24 +182,16 @@ class ProtocolSpec(ABC):
         (`protocols/<name>/anomalies.py`); none without one. The kinds every protocol may report
         (`malformed`, `bad_checksum`…) are the engine's (`wiredump.dissect.anomalies`).
         """
-        import importlib
-        import sys
-
-        package = sys.modules[type(self).__module__].__package__
-        if not package:
+        module = _own_module(self, "anomalies")
+        if module is None:
             return []
-        try:
-            module = importlib.import_module(f"{package}.anomalies")
-        except ModuleNotFoundError as e:
-            if e.name == f"{package}.anomalies":
-                return []
-            raise
         declared: list[AnomalyKind] = module.declare()
         return declared
 
 
-def _names_module(spec: ProtocolSpec) -> ModuleType | None:
-    """The `names` module of the package that defines `spec`'s class, or None when it has none."""
+def _own_module(spec: ProtocolSpec, name: str) -> ModuleType | None:
+    """The module `name` (`fields`, `names`, `anomalies`) of the package that defines `spec`'s class,
+    or None when it has none: a protocol declares its metadata in its own package, nowhere else."""
     import importlib
     import sys
 
@@ -214,8 +199,8 @@ def _names_module(spec: ProtocolSpec) -> ModuleType | None:
     if not package:  # a spec class defined outside any package
         return None
     try:
-        return importlib.import_module(f"{package}.names")
+        return importlib.import_module(f"{package}.{name}")
     except ModuleNotFoundError as e:
-        if e.name == f"{package}.names":
+        if e.name == f"{package}.{name}":
             return None
         raise
