@@ -13,6 +13,14 @@ pub mod packet;
 pub mod stream;
 pub mod tcp;
 
+// The framing side: records, the protocol interface, pairing and decompression every protocol
+// shares (twins of `model.py`, `protocols/base.py`, `correlation.py`, `codecs.py`).
+pub mod codecs;
+pub mod correlation;
+pub mod model;
+pub mod protocol;
+
+// The protocols, one module each (named nowhere else but the registry).
 pub mod kafka;
 #[cfg(feature = "python")]
 mod python;

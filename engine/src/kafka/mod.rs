@@ -2,7 +2,7 @@
 //! its byte span), request/response headers, and record sets (v2 batches and legacy message sets).
 
 pub mod body;
-pub mod codecs;
+pub use crate::codecs;
 pub mod embedded;
 pub mod header;
 pub mod records;

@@ -1,4 +1,4 @@
-//! Decompression with hard output limits, for the codecs Kafka uses (mirrors
+//! Decompression with hard output limits, for the codecs every protocol uses (mirrors
 //! `wiredump/dissect/codecs.py` and `limits.py`): a bomb becomes a `decompression_limit`
 //! problem instead of a memory blow-up, broken data a `decompression_failed` one.
 //!

@@ -1,0 +1,290 @@
+//! Pairing requests with responses, one correlator per connection (the Rust twin of
+//! `wiredump/dissect/correlation.py`, same semantics call for call).
+//!
+//! A protocol decides what the key is (Kafka: correlation id; Pulsar: request id and a response
+//! type that fits; TANK: request id) and calls [`Correlator::request`] / [`Correlator::response`];
+//! the correlator links the two frames (peer packet both ways, latency on the later one) in
+//! [`Correlator::drain`], once the engine has stamped both, keeps the request marked `awaiting`
+//! (the output holds it back) until its answer is known, and records the exchange. Outstanding
+//! requests are bounded per connection.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::model::{Exchange, ExchangeStatus, Frame, FrameRef};
+
+/// A pairing key: protocols build theirs from ids and tags (`(kind, request id)`…).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Key {
+    None,
+    Int(i64),
+    Str(&'static str),
+    Tuple(Vec<Key>),
+}
+
+/// What kind of completion a `_done` entry records (`Event` links without an exchange row).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Done {
+    Row(ExchangeStatus),
+    Event,
+}
+
+pub struct Correlator {
+    pub stream: u64,
+    pub protocol: &'static str,
+    pub max_pending: usize,
+    /// Pending requests per key, oldest first; `order` keeps keys in first-insertion order
+    /// (Python's OrderedDict) so that the oldest request is the one evicted.
+    pending: HashMap<Key, VecDeque<FrameRef>>,
+    order: VecDeque<Key>,
+    count: usize,
+    done: Vec<(Done, Option<FrameRef>, Option<FrameRef>)>,
+    /// Requests dropped as unanswered because more than `max_pending` were outstanding.
+    pub evicted: u64,
+}
+
+impl Correlator {
+    pub fn new(stream: u64, protocol: &'static str, max_pending: usize) -> Correlator {
+        Correlator {
+            stream,
+            protocol,
+            max_pending,
+            pending: HashMap::new(),
+            order: VecDeque::new(),
+            count: 0,
+            done: Vec::new(),
+            evicted: 0,
+        }
+    }
+
+    // -- what protocols call --------------------------------------------------------------
+
+    /// Registers a request; it is held until answered when it expects a response.
+    pub fn request(&mut self, frame: &FrameRef, key: Key, expects_response: bool) {
+        if !expects_response {
+            self.done.push((
+                Done::Row(ExchangeStatus::NoResponseExpected),
+                Some(frame.clone()),
+                None,
+            ));
+            return;
+        }
+        frame.borrow_mut().awaiting = true;
+        let q = self.pending.entry(key.clone()).or_insert_with(|| {
+            self.order.push_back(key);
+            VecDeque::new()
+        });
+        q.push_back(frame.clone());
+        self.count += 1;
+        if self.count > self.max_pending {
+            self.evict_oldest();
+        }
+    }
+
+    /// The request a response with this key would pair with, without pairing it. `fits`
+    /// narrows the candidates (Pulsar: a response type that answers the request's type).
+    pub fn peek(&self, key: &Key, fits: Option<&dyn Fn(&Frame) -> bool>) -> Option<FrameRef> {
+        let q = self.pending.get(key)?;
+        q.iter()
+            .find(|r| fits.is_none_or(|f| f(&r.borrow())))
+            .cloned()
+    }
+
+    /// Pairs a response with the oldest fitting request under `key`; None if there is none (the
+    /// response is then recorded as `no_request`). The returned request may still be changed
+    /// (a response may complete its request's messages): it has not left yet.
+    pub fn response(
+        &mut self,
+        frame: &FrameRef,
+        key: &Key,
+        fits: Option<&dyn Fn(&Frame) -> bool>,
+    ) -> Option<FrameRef> {
+        let Some(req) = self.peek(key, fits) else {
+            self.done.push((
+                Done::Row(ExchangeStatus::NoRequest),
+                None,
+                Some(frame.clone()),
+            ));
+            return None;
+        };
+        let q = self.pending.get_mut(key).expect("peeked key is pending");
+        let at = q
+            .iter()
+            .position(|r| std::rc::Rc::ptr_eq(r, &req))
+            .expect("peeked request is queued");
+        q.remove(at);
+        if q.is_empty() {
+            self.forget(key);
+        }
+        self.count -= 1;
+        // Linked in `drain`, once the engine has stamped the response's packet and time.
+        self.done.push((
+            Done::Row(ExchangeStatus::Answered),
+            Some(req.clone()),
+            Some(frame.clone()),
+        ));
+        Some(req)
+    }
+
+    /// Links two frames that belong together without an exchange row (e.g. acks).
+    pub fn event_pair(&mut self, first: &FrameRef, second: &FrameRef) {
+        self.done
+            .push((Done::Event, Some(first.clone()), Some(second.clone())));
+    }
+
+    /// Requests outstanding now.
+    pub fn pending(&self) -> usize {
+        self.count
+    }
+
+    /// Links a request and its response: peer packets both ways, latency on the response.
+    pub fn link(req: &mut Frame, resp: &mut Frame) {
+        req.awaiting = false;
+        req.peer_packet = (resp.packet != 0).then_some(resp.packet);
+        resp.peer_packet = Some(req.packet);
+        if resp.ts_us != 0 && req.ts_us != 0 {
+            resp.latency_us = Some(resp.ts_us - req.ts_us);
+        }
+    }
+
+    // -- what the engine calls ------------------------------------------------------------
+
+    /// Exchanges completed since the last call, as table rows.
+    pub fn drain(&mut self) -> Vec<Exchange> {
+        let mut out = Vec::new();
+        for (status, req, resp) in std::mem::take(&mut self.done) {
+            if let (Some(q), Some(s)) = (&req, &resp) {
+                if std::rc::Rc::ptr_eq(q, s) {
+                    // One frame answering itself cannot be borrowed twice; nothing to link.
+                    q.borrow_mut().awaiting = false;
+                } else {
+                    Self::link(&mut q.borrow_mut(), &mut s.borrow_mut());
+                }
+            }
+            if let Done::Row(status) = status {
+                out.push(self.row(status, req.as_ref(), resp.as_ref()));
+            }
+        }
+        out
+    }
+
+    /// Every request still outstanding becomes unanswered.
+    pub fn close(&mut self) -> Vec<Exchange> {
+        for key in std::mem::take(&mut self.order) {
+            if let Some(q) = self.pending.remove(&key) {
+                for req in q {
+                    req.borrow_mut().awaiting = false;
+                    self.done
+                        .push((Done::Row(ExchangeStatus::Unanswered), Some(req), None));
+                }
+            }
+        }
+        self.count = 0;
+        self.drain()
+    }
+
+    fn forget(&mut self, key: &Key) {
+        self.pending.remove(key);
+        if let Some(i) = self.order.iter().position(|k| k == key) {
+            self.order.remove(i);
+        }
+    }
+
+    fn evict_oldest(&mut self) {
+        let Some(key) = self.order.front().cloned() else {
+            return;
+        };
+        let q = self.pending.get_mut(&key).expect("ordered key is pending");
+        let req = q.pop_front().expect("pending queues are never empty");
+        if q.is_empty() {
+            self.forget(&key);
+        }
+        self.count -= 1;
+        self.evicted += 1;
+        req.borrow_mut().awaiting = false;
+        self.done
+            .push((Done::Row(ExchangeStatus::Unanswered), Some(req), None));
+    }
+
+    fn row(
+        &self,
+        status: ExchangeStatus,
+        req: Option<&FrameRef>,
+        resp: Option<&FrameRef>,
+    ) -> Exchange {
+        let first = req
+            .or(resp)
+            .expect("an exchange has a request or a response");
+        let first = first.borrow();
+        let req = req.map(|r| r.borrow());
+        let resp = resp.map(|r| r.borrow());
+        Exchange {
+            stream: self.stream,
+            protocol: self.protocol,
+            type_: first.type_.clone(),
+            correlation_id: first.correlation_id,
+            status,
+            request_packet: req.as_ref().map(|r| r.packet),
+            response_packet: resp.as_ref().map(|r| r.packet),
+            request_ts_us: req.as_ref().map(|r| r.ts_us),
+            response_ts_us: resp.as_ref().map(|r| r.ts_us),
+            latency_us: if req.is_some() {
+                resp.as_ref().and_then(|r| r.latency_us)
+            } else {
+                None
+            },
+            error_code: resp.as_ref().and_then(|r| r.error_code),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(packet: u64, ts: i64) -> FrameRef {
+        let mut f = Frame::new("test", "Req", 1);
+        f.packet = packet;
+        f.ts_us = ts;
+        f.shared()
+    }
+
+    #[test]
+    fn pairs_oldest_fitting_request_and_links_in_drain() {
+        let mut c = Correlator::new(3, "test", 16);
+        let (a, b) = (frame(1, 100), frame(2, 150));
+        b.borrow_mut().type_code = 2;
+        c.request(&a, Key::Int(7), true);
+        c.request(&b, Key::Int(7), true);
+        assert!(a.borrow().awaiting);
+        let resp = frame(5, 400);
+        let fits = |f: &Frame| f.type_code == 2;
+        let got = c.response(&resp, &Key::Int(7), Some(&fits)).unwrap();
+        assert!(std::rc::Rc::ptr_eq(&got, &b));
+        let rows = c.drain();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].status, ExchangeStatus::Answered);
+        assert_eq!(rows[0].latency_us, Some(250));
+        assert_eq!(b.borrow().peer_packet, Some(5));
+        assert_eq!(resp.borrow().peer_packet, Some(2));
+        assert!(!b.borrow().awaiting);
+        let rows = c.close();
+        assert_eq!(rows[0].status, ExchangeStatus::Unanswered);
+        assert_eq!(rows[0].request_packet, Some(1));
+    }
+
+    #[test]
+    fn response_without_request_and_eviction() {
+        let mut c = Correlator::new(0, "test", 2);
+        let r = frame(9, 10);
+        assert!(c.response(&r, &Key::Int(1), None).is_none());
+        for i in 0..3 {
+            c.request(&frame(i + 1, 1), Key::Int(i as i64), true);
+        }
+        assert_eq!(c.evicted, 1);
+        let rows = c.drain();
+        assert_eq!(rows[0].status, ExchangeStatus::NoRequest);
+        assert_eq!(rows[1].status, ExchangeStatus::Unanswered);
+        assert_eq!(rows[1].request_packet, Some(1));
+        assert_eq!(c.pending(), 2);
+    }
+}

@@ -1,0 +1,423 @@
+//! The records that flow from decoders to sinks (the Rust twin of `wiredump/dissect/model.py`).
+//!
+//! Decoders fill in what they know of a frame (type, ids, fields, messages, anomalies); the
+//! framing engine fills in where it sits in the capture (packets, stream, time, length); the
+//! correlator fills in the peer and latency. A frame is shared as a [`FrameRef`]
+//! (`Rc<RefCell<Frame>>`) because, as in the Python reference, three owners touch it before it
+//! leaves: the session that made it (a response may complete its request's messages), the
+//! correlator that links it, and the output queue that holds a request until its answer is known.
+//! One capture is dissected on one thread, so `Rc` is enough.
+
+use std::any::Any;
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// Who sent the bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    Client,
+    Server,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Client => "client",
+            Role::Server => "server",
+        }
+    }
+
+    /// The other side.
+    pub fn other(self) -> Role {
+        match self {
+            Role::Client => Role::Server,
+            Role::Server => Role::Client,
+        }
+    }
+}
+
+/// A frame's place in an exchange (the frames table's `kind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    Request,
+    Response,
+    Event,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Request => "request",
+            Kind::Response => "response",
+            Kind::Event => "event",
+        }
+    }
+}
+
+/// A frame's status, as in the frames table of the contract.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Status {
+    Ok,
+    Malformed,
+    BadChecksum,
+    Truncated,
+    UnknownType,
+    UnsupportedVersion,
+    Undecodable,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Malformed => "malformed",
+            Status::BadChecksum => "bad_checksum",
+            Status::Truncated => "truncated",
+            Status::UnknownType => "unknown_type",
+            Status::UnsupportedVersion => "unsupported_version",
+            Status::Undecodable => "undecodable",
+        }
+    }
+}
+
+/// A message's direction (the messages table's `direction`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Direction {
+    Produce,
+    Deliver,
+}
+
+impl Direction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::Produce => "produce",
+            Direction::Deliver => "deliver",
+        }
+    }
+}
+
+/// Byte range `[start, end)` of a field's encoding inside its frame (framing included), so that
+/// `-x --mark` highlights exactly the field's bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Span {
+    pub start: u32,
+    pub end: u32,
+}
+
+impl Span {
+    pub fn new(start: usize, end: usize) -> Span {
+        Span {
+            start: start as u32,
+            end: end as u32,
+        }
+    }
+
+    /// The same range seen from `by` bytes further out (a body's spans inside its frame).
+    pub fn shifted(self, by: usize) -> Span {
+        Span {
+            start: self.start + by as u32,
+            end: self.end + by as u32,
+        }
+    }
+}
+
+/// One decoded value: what Python's JSON-able `Frame.fields` holds (bytes are rendered as hex by
+/// the sinks). `UInt` keeps unsigned 64-bit protocol values (Pulsar ledger ids) exact.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Int(i64),
+    UInt(u64),
+    Float(f64),
+    Str(String),
+    Bytes(Vec<u8>),
+    List(Vec<Value>),
+    Map(Fields),
+}
+
+/// One named field with the byte span of its encoding (None for values computed, not read).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Field {
+    pub name: Cow<'static, str>,
+    pub value: Value,
+    pub span: Option<Span>,
+}
+
+/// An ordered map of fields (the order the wire carries them, as Python dicts keep it).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Fields(pub Vec<Field>);
+
+impl Fields {
+    pub fn new() -> Fields {
+        Fields(Vec::new())
+    }
+
+    /// Adds or replaces `name` (a Python `d[name] = value`: replacing keeps the first position).
+    pub fn set(&mut self, name: impl Into<Cow<'static, str>>, value: Value) -> &mut Self {
+        self.set_span(name, value, None)
+    }
+
+    /// As [`Fields::set`], with the span of the value's bytes.
+    pub fn set_span(
+        &mut self,
+        name: impl Into<Cow<'static, str>>,
+        value: Value,
+        span: Option<Span>,
+    ) -> &mut Self {
+        let name = name.into();
+        if let Some(f) = self.0.iter_mut().find(|f| f.name == name) {
+            f.value = value;
+            f.span = span;
+        } else {
+            self.0.push(Field { name, value, span });
+        }
+        self
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.0.iter().find(|f| f.name == name).map(|f| &f.value)
+    }
+
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut Value> {
+        self.0
+            .iter_mut()
+            .find(|f| f.name == name)
+            .map(|f| &mut f.value)
+    }
+
+    pub fn remove(&mut self, name: &str) -> Option<Value> {
+        let i = self.0.iter().position(|f| f.name == name)?;
+        Some(self.0.remove(i).value)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// One problem found; `offset` is the byte offset inside the frame when there is one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Anomaly {
+    pub kind: Cow<'static, str>,
+    pub detail: String,
+    pub offset: Option<u64>,
+    pub packet: u64,
+    pub stream: Option<u64>,
+    pub protocol: Option<&'static str>,
+    /// Capture time of `packet` (µs since the epoch), filled in by the engine.
+    pub ts_us: Option<i64>,
+}
+
+impl Anomaly {
+    pub fn new(kind: impl Into<Cow<'static, str>>, detail: impl Into<String>) -> Anomaly {
+        Anomaly {
+            kind: kind.into(),
+            detail: detail.into(),
+            offset: None,
+            packet: 0,
+            stream: None,
+            protocol: None,
+            ts_us: None,
+        }
+    }
+
+    pub fn at(mut self, offset: Option<u64>) -> Anomaly {
+        self.offset = offset;
+        self
+    }
+}
+
+/// One application message carried by a frame (Kafka record, Pulsar message, event…).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Message {
+    pub direction: Option<Direction>,
+    pub value_size: i64,
+    pub topic: Option<String>,
+    pub partition: Option<i32>,
+    pub offset: Option<i64>,
+    pub message_id: Option<String>,
+    pub key: Option<Vec<u8>>,
+    pub value: Option<Vec<u8>>,
+    pub timestamp_ms: Option<i64>,
+    pub headers: Option<Vec<(String, Option<Vec<u8>>)>>,
+    pub compression: Option<Cow<'static, str>>,
+    pub checksum_ok: Option<bool>,
+    pub detail: Option<Fields>,
+    /// A produced record's place among the records its request carries for its partition (0
+    /// for the first); `offset` stays null until the broker's answer gives the base (Kafka).
+    pub offset_delta: Option<i64>,
+}
+
+/// One protocol data unit. `context` is private to the protocol (e.g. the request a response was
+/// decoded with) and never exported.
+#[derive(Debug)]
+pub struct Frame {
+    pub protocol: &'static str,
+    pub type_: Cow<'static, str>,
+    pub type_code: i64,
+    pub kind: Kind,
+    pub version: Option<i32>,
+    pub correlation_id: Option<i64>,
+    pub status: Status,
+    pub error_code: Option<i32>,
+    pub error: Option<Cow<'static, str>>,
+    pub summary: String,
+    pub fields: Fields,
+    pub messages: Vec<Message>,
+    pub anomalies: Vec<Anomaly>,
+    pub context: Option<Box<dyn Any>>,
+    // Filled in by the framing engine.
+    pub role: Role,
+    pub packet: u64,
+    pub first_packet: u64,
+    pub ts_us: i64,
+    pub stream: u64,
+    pub src: Rc<str>,
+    pub src_port: u16,
+    pub dst: Rc<str>,
+    pub dst_port: u16,
+    pub length: u64,
+    pub data: Option<Vec<u8>>,
+    // Filled in by the correlator.
+    pub peer_packet: Option<u64>,
+    pub latency_us: Option<i64>,
+    pub awaiting: bool,
+    pub exchange_done: bool,
+    /// Set when the frame leaves for the sinks: after that nothing may change it.
+    pub released: bool,
+}
+
+/// A frame shared by its session, the correlator and the output queue (see the module doc).
+pub type FrameRef = Rc<RefCell<Frame>>;
+
+impl Frame {
+    pub fn new(
+        protocol: &'static str,
+        type_: impl Into<Cow<'static, str>>,
+        type_code: i64,
+    ) -> Frame {
+        Frame {
+            protocol,
+            type_: type_.into(),
+            type_code,
+            kind: Kind::Event,
+            version: None,
+            correlation_id: None,
+            status: Status::Ok,
+            error_code: None,
+            error: None,
+            summary: String::new(),
+            fields: Fields::new(),
+            messages: Vec::new(),
+            anomalies: Vec::new(),
+            context: None,
+            role: Role::Client,
+            packet: 0,
+            first_packet: 0,
+            ts_us: 0,
+            stream: 0,
+            src: Rc::from(""),
+            src_port: 0,
+            dst: Rc::from(""),
+            dst_port: 0,
+            length: 0,
+            data: None,
+            peer_packet: None,
+            latency_us: None,
+            awaiting: false,
+            exchange_done: false,
+            released: false,
+        }
+    }
+
+    /// The frame, shared.
+    pub fn shared(self) -> FrameRef {
+        Rc::new(RefCell::new(self))
+    }
+
+    /// Marks the frame with a status and records why; the first non-ok status wins.
+    pub fn flag(
+        &mut self,
+        status: Status,
+        kind: impl Into<Cow<'static, str>>,
+        detail: impl Into<String>,
+        offset: Option<u64>,
+    ) {
+        if self.status == Status::Ok {
+            self.status = status;
+        }
+        self.anomalies.push(Anomaly::new(kind, detail).at(offset));
+    }
+
+    /// The protocol's private context, if it is of type `T`.
+    pub fn context_ref<T: 'static>(&self) -> Option<&T> {
+        self.context.as_ref()?.downcast_ref::<T>()
+    }
+
+    pub fn context_mut<T: 'static>(&mut self) -> Option<&mut T> {
+        self.context.as_mut()?.downcast_mut::<T>()
+    }
+}
+
+/// An exchange's status (the exchanges table's `status`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ExchangeStatus {
+    Answered,
+    Unanswered,
+    NoRequest,
+    NoResponseExpected,
+}
+
+impl ExchangeStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExchangeStatus::Answered => "answered",
+            ExchangeStatus::Unanswered => "unanswered",
+            ExchangeStatus::NoRequest => "no_request",
+            ExchangeStatus::NoResponseExpected => "no_response_expected",
+        }
+    }
+}
+
+/// One request with its response (or the lack of one).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Exchange {
+    pub stream: u64,
+    pub protocol: &'static str,
+    pub type_: Cow<'static, str>,
+    pub correlation_id: Option<i64>,
+    pub status: ExchangeStatus,
+    pub request_packet: Option<u64>,
+    pub response_packet: Option<u64>,
+    pub request_ts_us: Option<i64>,
+    pub response_ts_us: Option<i64>,
+    pub latency_us: Option<i64>,
+    pub error_code: Option<i32>,
+}
+
+/// One TCP connection as the connections table shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConnectionSummary {
+    pub stream: u64,
+    pub client: Rc<str>,
+    pub client_port: u16,
+    pub server: Rc<str>,
+    pub server_port: u16,
+    pub protocol: Option<&'static str>,
+    pub packets: u64,
+    pub bytes_client: u64,
+    pub bytes_server: u64,
+    pub frames: u64,
+    pub gaps: u64,
+    pub retransmissions: u64,
+    pub first_ts_us: i64,
+    pub last_ts_us: i64,
+    /// `open`, `closed`, `reset`, `midstream`.
+    pub state: &'static str,
+}
