@@ -20,6 +20,14 @@ pub mod correlation;
 pub mod model;
 pub mod protocol;
 
+// The engine proper: framing, detection, the per-capture pipeline and the registry of protocols
+// (twins of `framing.py`, `protocols/trial.py`, `detection.py`, `pipeline.py`).
+pub mod detection;
+pub mod framing;
+pub mod pipeline;
+pub mod registry;
+pub mod trial;
+
 // The protocols, one module each (named nowhere else but the registry).
 pub mod kafka;
 #[cfg(feature = "python")]
