@@ -257,7 +257,8 @@ impl Capture {
             let Some(i) = protocols.iter().position(|p| p.name() == proto) else {
                 let known: Vec<&str> = protocols.iter().map(|p| p.name()).collect();
                 return Err(format!(
-                    "unknown protocol {proto:?} in decode-as (known: {})",
+                    "unknown protocol {} in decode-as (known: {})",
+                    py_repr(proto),
                     known.join(", ")
                 ));
             };
@@ -861,6 +862,8 @@ pub struct Dissection {
     packets: u64,
     started: bool,
     done: bool,
+    /// (number, ts_us) of the records read and not yet taken (the CLI's packet times).
+    record_times: Vec<(u64, i64)>,
 }
 
 impl Dissection {
@@ -890,6 +893,7 @@ impl Dissection {
             packets: 0,
             started: false,
             done: false,
+            record_times: Vec::new(),
         })
     }
 
@@ -904,6 +908,11 @@ impl Dissection {
             }
             self.step();
         }
+    }
+
+    /// The records read since the last call: (number, ts_us), in order.
+    pub fn take_record_times(&mut self) -> Vec<(u64, i64)> {
+        std::mem::take(&mut self.record_times)
     }
 
     fn step(&mut self) {
@@ -943,6 +952,7 @@ impl Dissection {
                 }
                 self.started = true;
                 self.packets = number;
+                self.record_times.push((number, ts_us));
                 cap.now_us = ts_us;
             }
             StreamEvent::TruncatedPacket {
@@ -1136,4 +1146,33 @@ fn flip_detail(detail: &str) -> String {
         }
     }
     words.join(" ")
+}
+
+/// A string as Python's `repr` writes it (for messages that must read as the Python engine's).
+fn py_repr(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for ch in s.chars() {
+        match ch {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
 }

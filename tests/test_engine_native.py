@@ -1,0 +1,153 @@
+"""The native engine (the whole capture dissected in Rust) against the Python reference, event for event.
+
+`--engine native` runs `wiredump._engine.Dissector`: capture reading, reassembly, detection,
+framing, decoding, correlation and release order all in Rust, with the protocols of the Rust
+registry only. So that the two engines are compared on what both have, the Python engine is
+restricted to the same protocols (`Options.protocols`): each test runs a capture through both
+and asserts identical events — frames with every field, message and anomaly, exchanges,
+anomalies, connection rows and the capture end, in order.
+
+- `test_no_protocols`: every capture with no protocol at all in either engine. What is compared
+  then is the whole pipeline without decoders: connection rows (released in stream order, with
+  the counters, state and `protocol` None), TCP anomalies (gaps, out-of-order), the truncation
+  anomalies and the capture end. Also the variants of tests/variants.py and the options that
+  change the pipeline (limits, shards, hold bounds).
+- `test_registry_protocols`: every capture with the protocols the Rust registry has (as each
+  protocol port lands in the registry, its captures are decoded by both and compared here:
+  detection, framing, decoding, pairing, hold and release order); skipped while it is empty.
+
+The expected values are the Python reference's, which the other tests check against tshark and
+the decodes beside the captures.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import variants as V
+from tests.conftest import CAPTURES, ROOT
+from tests.test_engine_rust import _norm
+from wiredump.dissect.capture import CaptureError
+from wiredump.dissect.limits import Limits
+from wiredump.dissect.pipeline import Options, dissect
+
+_engine = pytest.importorskip("wiredump._engine")
+
+NATIVE: tuple[str, ...] = tuple(_engine.native_protocols())
+"""The protocols the native engine's registry has."""
+
+REAL = sorted(CAPTURES.glob("*/*.pcap")) + sorted((ROOT / "samples").glob("*.pcap"))
+REAL_IDS = [f"{p.parent.name}/{p.stem}" for p in REAL]
+
+
+def events(path: str | Path, engine: str, **kw: Any) -> list[tuple] | str:
+    """Every event of the capture, normalised; or the error sentence (CaptureError, ValueError)."""
+    try:
+        return [
+            (e.kind, e.capture, _norm(e.obj), _norm(e.frame))
+            for e in dissect([str(path)], Options(engine=engine, **kw))
+        ]
+    except (CaptureError, ValueError) as e:
+        return f"{type(e).__name__}: {e}"
+
+
+def assert_same(path: str | Path, **kw: Any) -> list[tuple] | str:
+    py = events(path, "python", **kw)
+    rs = events(path, "native", **kw)
+    if py != rs:
+        if isinstance(py, str) or isinstance(rs, str):
+            raise AssertionError(f"{path}: python {str(py)[:300]!r} / native {str(rs)[:300]!r}")
+        for i, (a, b) in enumerate(zip(py, rs, strict=False)):
+            assert a == b, f"{path}: event {i} differs\n python: {a}\n native: {b}"
+        assert len(py) == len(rs), f"{path}: {len(py)} python events, {len(rs)} native events"
+    return py
+
+
+# -- every capture, no protocol in either engine ----------------------------------------------------
+@pytest.mark.parametrize("path", REAL, ids=REAL_IDS)
+def test_no_protocols(path: Path) -> None:
+    got = assert_same(path, protocols=())
+    assert isinstance(got, list)
+    rows = [obj for kind, _, obj, _ in got if kind == "connection"]
+    assert rows, "every capture here has connections"
+    assert not any(kind == "frame" for kind, *_ in got)
+
+
+def test_the_knob_restricts_the_python_engine() -> None:
+    """`protocols=()` really takes the protocols away from the reference (the comparison above
+    would be vacuous otherwise): the Kafka sample is decoded with them, undecoded without."""
+    path = ROOT / "samples" / "kafka-basic.pcap"
+    full = list(dissect([str(path)], Options(engine="python")))
+    bare = list(dissect([str(path)], Options(engine="python", protocols=())))
+    assert any(e.kind == "frame" for e in full)
+    assert not any(e.kind == "frame" for e in bare)
+    assert {e.obj.protocol for e in bare if e.kind == "connection"} == {None}
+
+
+def test_options_no_protocols() -> None:
+    path = CAPTURES / "kafka" / "kafka-python-basic.pcap"
+    if not path.exists():
+        pytest.skip("real captures not available")
+    assert_same(path, protocols=(), limits=Limits(max_out_of_order=3000))
+    assert_same(path, protocols=(), limits=Limits(closed_linger_us=1000, half_open_us=1000))
+    assert_same(path, protocols=(), limits=Limits(closed_linger_us=1000, half_open_us=1000, max_connections=2))
+    assert_same(path, protocols=(), limits=Limits(max_connections=1))
+    for k in range(3):
+        assert_same(path, protocols=(), shard=(k, 3))
+    # decode-as naming a protocol the run does not have: the same error from both.
+    got = assert_same(path, protocols=(), decode_as={9092: "kafka"})
+    assert isinstance(got, str) and got.startswith("ValueError: unknown protocol 'kafka'")
+
+
+def _variant_sources() -> list[Path]:
+    from tests.test_variants import ALL
+
+    return [CAPTURES / proto / f"{name}.pcap" for proto, name in ALL]
+
+
+VARIANT_SOURCES = _variant_sources()
+
+
+def _variants(cap: V.Capture) -> list[tuple[str, list[V.Rec]]]:
+    from tests.test_engine_rust import _variants as rust_variants
+
+    return rust_variants(cap)
+
+
+@pytest.mark.parametrize("path", VARIANT_SOURCES[:4], ids=[f"{p.parent.name}/{p.stem}" for p in VARIANT_SOURCES[:4]])
+def test_variants_no_protocols(tmp_path: Path, path: Path) -> None:
+    cap = V.read(path)
+    for name, recs in _variants(cap):
+        assert_same(V.write(cap, recs, tmp_path / f"{name}.pcap"), protocols=())
+
+
+# -- the protocols the Rust registry has ------------------------------------------------------------
+needs_protocols = pytest.mark.skipif(not NATIVE, reason="the Rust registry has no protocol yet")
+
+
+@needs_protocols
+@pytest.mark.parametrize("path", REAL, ids=REAL_IDS)
+def test_registry_protocols(path: Path) -> None:
+    got = assert_same(path, protocols=NATIVE)
+    proto = path.parent.name if path.parent.name in ("kafka", "pulsar", "pravega", "tank") else path.stem.split("-")[0]
+    if proto in NATIVE:
+        assert isinstance(got, list) and any(k == "frame" for k, *_ in got)
+
+
+@needs_protocols
+def test_registry_protocols_keep_bytes_and_frames_only() -> None:
+    for path in REAL:
+        assert_same(path, protocols=NATIVE, keep_bytes=True, messages=False, hold_frames=3)
+
+
+@needs_protocols
+@pytest.mark.parametrize("path", VARIANT_SOURCES, ids=[f"{p.parent.name}/{p.stem}" for p in VARIANT_SOURCES])
+def test_registry_variants(tmp_path: Path, path: Path) -> None:
+    if path.parent.name not in NATIVE:
+        pytest.skip(f"{path.parent.name} is not in the Rust registry yet")
+    cap = V.read(path)
+    for name, recs in _variants(cap):
+        assert_same(V.write(cap, recs, tmp_path / f"{name}.pcap"), protocols=NATIVE)
