@@ -342,7 +342,7 @@ impl Pcap {
         p.extend_from_slice(&[0x50, flags | if flags & SYN == 0 { ACK } else { 0 }]);
         p.extend_from_slice(&[0xff, 0xff, 0, 0, 0, 0]);
         p.extend_from_slice(payload);
-        let ts_us = u32::from(self.n) * 1000;
+        let ts_us = self.n * 1000;
         self.out.extend_from_slice(&1u32.to_le_bytes());
         self.out.extend_from_slice(&ts_us.to_le_bytes());
         self.out.extend_from_slice(&(p.len() as u32).to_le_bytes());
