@@ -36,7 +36,7 @@ from wiredump.dissect.pipeline import Options, dissect
 
 _engine = pytest.importorskip("wiredump._engine")
 
-NATIVE: tuple[str, ...] = tuple(_engine.native_protocols())
+NATIVE: tuple[str, ...] = tuple(_engine.rust_protocols())
 """The protocols the native engine's registry has."""
 
 REAL = sorted(CAPTURES.glob("*/*.pcap")) + sorted((ROOT / "samples").glob("*.pcap"))

@@ -19,13 +19,14 @@ pub mod codecs;
 pub mod correlation;
 pub mod model;
 pub mod protocol;
+pub mod registry;
+pub mod replay;
 
-// The engine proper: framing, detection, the per-capture pipeline and the registry of protocols
+// The engine proper: framing, detection and the per-capture pipeline
 // (twins of `framing.py`, `protocols/trial.py`, `detection.py`, `pipeline.py`).
 pub mod detection;
 pub mod framing;
 pub mod pipeline;
-pub mod registry;
 pub mod trial;
 
 // The protocols, one module each (named nowhere else but the registry).

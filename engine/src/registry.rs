@@ -1,34 +1,29 @@
-//! The protocols the native engine knows, in the order detection asks them (the order of
-//! Python's `PROTOCOL_MODULES`: kafka, pulsar, pravega, tank — ties and "first best" follow it).
-//!
-//! The only place outside a protocol's own module that names it: adding a protocol is one line
-//! here (`Box::new(crate::kafka::Kafka),` …), in that order.
+//! The protocols the Rust engine knows, in registry order (the order detection breaks ties in
+//! and reports them): the one place that names them. Adding a protocol is one line here and its
+//! own module; nothing else changes.
 
 use crate::protocol::Protocol;
 
-/// Every protocol of the registry, fresh for one run (a run owns its registry).
-pub fn all() -> Vec<Box<dyn Protocol>> {
+/// Every protocol, in registry order (as Python's `PROTOCOL_MODULES`).
+pub fn protocols() -> Vec<Box<dyn Protocol>> {
     #[allow(unused_mut)]
-    let mut protocols: Vec<Box<dyn Protocol>> = Vec::new();
-    // One line per protocol, in this order, as each lands:
-    // protocols.push(Box::new(crate::kafka::KafkaProtocol));
-    // protocols.push(Box::new(crate::pulsar::PulsarProtocol));
-    // protocols.push(Box::new(crate::pravega::PravegaProtocol));
-    // protocols.push(Box::new(crate::tank::TankProtocol));
-    protocols
+    let mut all: Vec<Box<dyn Protocol>> = Vec::new();
+    // One line per protocol, in Python's order: kafka, pulsar, pravega, tank.
+    all
 }
 
-/// The registry restricted to `names` (None: all of it), in registry order; a run that asks for
-/// protocols the registry lacks simply does not have them (their connections stay undecoded).
+/// The protocol called `name`, if the engine has it.
+pub fn by_name(name: &str) -> Option<Box<dyn Protocol>> {
+    protocols().into_iter().find(|p| p.name() == name)
+}
+
+/// The registry restricted to `names` (None: all of it), in registry order, for one run (a run
+/// owns its protocols). A name the registry lacks is simply not there: its connections stay
+/// undecoded (`Options.protocols` of the Python pipeline, for the differential tests).
 pub fn select(names: Option<&[String]>) -> Vec<Box<dyn Protocol>> {
-    let mut protocols = all();
+    let mut all = protocols();
     if let Some(names) = names {
-        protocols.retain(|p| names.iter().any(|n| n == p.name()));
+        all.retain(|p| names.iter().any(|n| n == p.name()));
     }
-    protocols
-}
-
-/// The names of the registry's protocols, in order.
-pub fn names() -> Vec<&'static str> {
-    all().iter().map(|p| p.name()).collect()
+    all
 }

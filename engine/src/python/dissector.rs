@@ -14,6 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 use super::convert::{self, Classes};
+use super::model;
 use super::{capture_error, PyReader};
 use crate::capture::{CaptureReader, Input};
 use crate::codecs::Limits;
@@ -213,52 +214,37 @@ impl Dissector {
 
     fn convert(&mut self, py: Python<'_>, rec: Record) -> PyResult<()> {
         let c = &self.classes;
-        match rec {
+        let m = model::Classes::new(py)?;
+        let ev = match rec {
             Record::Frame(f) => {
-                let (pf, anomalies) = convert::frame(py, c, &f.borrow())?;
+                let pf = m.frame(&f.borrow())?;
                 let ev = self.event(py, "frame", pf.clone())?;
                 self.pending.push_back(ev);
-                for a in anomalies {
+                // Its anomalies follow it, the same objects as in its list (as Python's release).
+                for a in pf.getattr("anomalies")?.try_iter()? {
                     let ev = self
                         .classes
                         .event
-                        .call1(py, ("anomaly", a, self.capture.clone_ref(py), pf.clone()))?;
+                        .call1(py, ("anomaly", a?, self.capture.clone_ref(py), pf.clone()))?;
                     self.pending.push_back(ev);
                 }
+                return Ok(());
             }
-            Record::Anomaly(a) => {
-                let o = convert::anomaly(py, c, &a)?;
-                let ev = self.event(py, "anomaly", o)?;
-                self.pending.push_back(ev);
-            }
-            Record::Exchange(e) => {
-                let o = convert::exchange(py, c, &e)?;
-                let ev = self.event(py, "exchange", o)?;
-                self.pending.push_back(ev);
-            }
+            Record::Anomaly(a) => self.event(py, "anomaly", m.anomaly(&a)?)?,
+            Record::Exchange(e) => self.event(py, "exchange", m.exchange(&e)?)?,
             Record::Connection(s) => {
-                let o = convert::connection(py, c, &s)?;
-                let ev = self.event(py, "connection", o)?;
-                self.pending.push_back(ev);
+                self.event(py, "connection", convert::connection(py, c, &s)?)?
             }
             Record::CaptureEnd(e) => {
-                let o = convert::capture_end(py, c, &e)?;
-                let ev = self.event(py, "capture_end", o)?;
-                self.pending.push_back(ev);
+                self.event(py, "capture_end", convert::capture_end(py, c, &e)?)?
             }
-        }
+        };
+        self.pending.push_back(ev);
         Ok(())
     }
 }
 
-/// The names of the protocols the native registry has, in order.
-#[pyfunction]
-fn native_protocols() -> Vec<&'static str> {
-    registry::names()
-}
-
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Dissector>()?;
-    m.add_function(wrap_pyfunction!(native_protocols, m)?)?;
     Ok(())
 }
