@@ -22,6 +22,7 @@ the decodes beside the captures.
 
 from __future__ import annotations
 
+from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,6 @@ import pytest
 
 from tests import variants as V
 from tests.conftest import CAPTURES, ROOT
-from tests.test_engine_rust import _norm
 from wiredump.dissect.capture import CaptureError
 from wiredump.dissect.limits import Limits
 from wiredump.dissect.pipeline import Options, dissect
@@ -43,20 +43,45 @@ REAL = sorted(CAPTURES.glob("*/*.pcap")) + sorted((ROOT / "samples").glob("*.pca
 REAL_IDS = [f"{p.parent.name}/{p.stem}" for p in REAL]
 
 
-def events(path: str | Path, engine: str, **kw: Any) -> list[tuple] | str:
+PRIVATE = frozenset({"context"})
+"""Frame fields never compared: `context` is private to the protocol's session, never exported
+(the Rust sessions keep theirs as Rust values)."""
+NO_TWIN_YET = frozenset({"partitions"})
+"""Frame fields the Rust model has no twin of yet: `Frame.partitions` (the partitions table, added
+to the Python model after the Rust interface was written). Compared on their own in
+`test_registry_partitions` (expected to fail until the Rust model and sessions fill them), so that
+the rest of every event is still compared here."""
+
+
+def _norm(o: Any, skip: frozenset[str] = PRIVATE | NO_TWIN_YET) -> Any:
+    """A comparable value for an event object: every dataclass field, recursively, but `skip`."""
+    if is_dataclass(o):
+        return (type(o).__name__, *(_norm(getattr(o, f.name), skip) for f in fields(o) if f.name not in skip))
+    if isinstance(o, list | tuple):
+        return tuple(_norm(x, skip) for x in o)
+    if isinstance(o, dict):
+        return tuple(sorted((k, _norm(v, skip)) for k, v in o.items()))
+    return o
+
+
+def events(
+    path: str | Path, engine: str, skip: frozenset[str] = PRIVATE | NO_TWIN_YET, **kw: Any
+) -> list[tuple] | str:
     """Every event of the capture, normalised; or the error sentence (CaptureError, ValueError)."""
     try:
         return [
-            (e.kind, e.capture, _norm(e.obj), _norm(e.frame))
+            (e.kind, e.capture, _norm(e.obj, skip), _norm(e.frame, skip))
             for e in dissect([str(path)], Options(engine=engine, **kw))
         ]
     except (CaptureError, ValueError) as e:
         return f"{type(e).__name__}: {e}"
 
 
-def assert_same(path: str | Path, **kw: Any) -> list[tuple] | str:
-    py = events(path, "python", **kw)
-    rs = events(path, "native", **kw)
+def assert_same(
+    path: str | Path, skip: frozenset[str] = PRIVATE | NO_TWIN_YET, **kw: Any
+) -> list[tuple] | str:
+    py = events(path, "python", skip, **kw)
+    rs = events(path, "native", skip, **kw)
     if py != rs:
         if isinstance(py, str) or isinstance(rs, str):
             raise AssertionError(f"{path}: python {str(py)[:300]!r} / native {str(rs)[:300]!r}")
@@ -93,7 +118,9 @@ def test_options_no_protocols() -> None:
         pytest.skip("real captures not available")
     assert_same(path, protocols=(), limits=Limits(max_out_of_order=3000))
     assert_same(path, protocols=(), limits=Limits(closed_linger_us=1000, half_open_us=1000))
-    assert_same(path, protocols=(), limits=Limits(closed_linger_us=1000, half_open_us=1000, max_connections=2))
+    assert_same(
+        path, protocols=(), limits=Limits(closed_linger_us=1000, half_open_us=1000, max_connections=2)
+    )
     assert_same(path, protocols=(), limits=Limits(max_connections=1))
     for k in range(3):
         assert_same(path, protocols=(), shard=(k, 3))
@@ -117,7 +144,9 @@ def _variants(cap: V.Capture) -> list[tuple[str, list[V.Rec]]]:
     return rust_variants(cap)
 
 
-@pytest.mark.parametrize("path", VARIANT_SOURCES[:4], ids=[f"{p.parent.name}/{p.stem}" for p in VARIANT_SOURCES[:4]])
+@pytest.mark.parametrize(
+    "path", VARIANT_SOURCES[:4], ids=[f"{p.parent.name}/{p.stem}" for p in VARIANT_SOURCES[:4]]
+)
 def test_variants_no_protocols(tmp_path: Path, path: Path) -> None:
     cap = V.read(path)
     for name, recs in _variants(cap):
@@ -132,7 +161,11 @@ needs_protocols = pytest.mark.skipif(not NATIVE, reason="the Rust registry has n
 @pytest.mark.parametrize("path", REAL, ids=REAL_IDS)
 def test_registry_protocols(path: Path) -> None:
     got = assert_same(path, protocols=NATIVE)
-    proto = path.parent.name if path.parent.name in ("kafka", "pulsar", "pravega", "tank") else path.stem.split("-")[0]
+    proto = (
+        path.parent.name
+        if path.parent.name in ("kafka", "pulsar", "pravega", "tank")
+        else path.stem.split("-")[0]
+    )
     if proto in NATIVE:
         assert isinstance(got, list) and any(k == "frame" for k, *_ in got)
 
@@ -151,3 +184,10 @@ def test_registry_variants(tmp_path: Path, path: Path) -> None:
     cap = V.read(path)
     for name, recs in _variants(cap):
         assert_same(V.write(cap, recs, tmp_path / f"{name}.pcap"), protocols=NATIVE)
+
+
+@needs_protocols
+@pytest.mark.xfail(strict=True, reason="Frame.partitions has no Rust twin yet (model.rs and the sessions)")
+def test_registry_partitions() -> None:
+    for path in REAL:
+        assert_same(path, skip=PRIVATE, protocols=NATIVE)
