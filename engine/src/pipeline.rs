@@ -855,7 +855,7 @@ pub struct Dissection {
     pub engine: StreamEngine,
     pub cap: Capture,
     out: VecDeque<Record>,
-    events: Vec<StreamEvent>,
+    events: VecDeque<StreamEvent>,
     /// Streams whose roles were swapped during the current batch: the batch's later events of
     /// theirs were made before the swap.
     flipped: HashSet<u64>,
@@ -888,7 +888,7 @@ impl Dissection {
             engine,
             cap,
             out: VecDeque::new(),
-            events: Vec::new(),
+            events: VecDeque::new(),
             flipped: HashSet::new(),
             packets: 0,
             started: false,
@@ -898,6 +898,11 @@ impl Dissection {
     }
 
     /// The next record of the capture, None after its `CaptureEnd`.
+    ///
+    /// Stream events are handled one at a time and handling pauses as soon as records are ready:
+    /// a frame that leaves is read by the caller before anything later can change it (a request
+    /// that left unanswered, past the hold bounds, is still linked to its answer later), as the
+    /// Python pipeline's consumers read each event when it is yielded.
     pub fn next_record(&mut self) -> Option<Record> {
         loop {
             if let Some(r) = self.out.pop_front() {
@@ -906,28 +911,19 @@ impl Dissection {
             if self.done {
                 return None;
             }
-            self.step();
+            if let Some(ev) = self.events.pop_front() {
+                self.event(ev);
+                continue;
+            }
+            if self.engine.finished() {
+                self.finish();
+                continue;
+            }
+            let mut batch = Vec::new();
+            self.engine.step(STEP_RECORDS, STEP_RECORDS * 4, &mut batch);
+            self.events.extend(batch);
+            self.flipped.clear();
         }
-    }
-
-    /// The records read since the last call: (number, ts_us), in order.
-    pub fn take_record_times(&mut self) -> Vec<(u64, i64)> {
-        std::mem::take(&mut self.record_times)
-    }
-
-    fn step(&mut self) {
-        if self.engine.finished() {
-            self.finish();
-            return;
-        }
-        let mut events = std::mem::take(&mut self.events);
-        self.engine
-            .step(STEP_RECORDS, STEP_RECORDS * 4, &mut events);
-        self.flipped.clear();
-        for ev in events.drain(..) {
-            self.event(ev);
-        }
-        self.events = events;
     }
 
     fn role(&self, stream: u64, role: usize) -> Role {

@@ -455,3 +455,28 @@ fn without_a_protocol_that_fits_the_connection_stays_undecoded() {
     // Nothing scored above 0: no frame, no `undecoded` anomaly, no protocol in the row.
     assert_eq!(got, ["connection 0 None frames=0 packets=5", "end 5"]);
 }
+
+#[test]
+fn a_frame_is_read_as_it_left_even_if_linked_later() {
+    let mut p = Pcap::new();
+    p.handshake(9999);
+    p.seg(0, 9999, PSH, &frame(0, 1, 0)); // 4: request 1
+    p.seg(1, 9999, PSH, &frame(1, 1, 0)); // 5: its answer
+    let reader = CaptureReader::open(Input::Reader("t".to_string(), Box::new(Cursor::new(p.out))))
+        .expect("a pcap");
+    // No frame may be held: the request leaves at packet 5's release, before its answer is read.
+    let opts = Options {
+        hold_frames: 0,
+        ..Options::default()
+    };
+    let mut d = Dissection::new(reader, opts, vec![Box::new(Lp)]).expect("options");
+    let mut seen = Vec::new();
+    while let Some(r) = d.next_record() {
+        // Read when it leaves, as the Python consumers read each event when it is yielded.
+        if let Record::Frame(f) = &r {
+            let f = f.borrow();
+            seen.push((f.packet, f.awaiting, f.peer_packet, f.released));
+        }
+    }
+    assert_eq!(seen, [(4, true, None, true), (5, false, Some(4), true)]);
+}
