@@ -926,6 +926,11 @@ impl Dissection {
         }
     }
 
+    /// The records read since the last call: (number, ts_us), in order.
+    pub fn take_record_times(&mut self) -> Vec<(u64, i64)> {
+        std::mem::take(&mut self.record_times)
+    }
+
     fn role(&self, stream: u64, role: usize) -> Role {
         let r = if role == 0 {
             Role::Client
