@@ -191,3 +191,83 @@ def test_registry_variants(tmp_path: Path, path: Path) -> None:
 def test_registry_partitions() -> None:
     for path in REAL:
         assert_same(path, skip=PRIVATE, protocols=NATIVE)
+
+
+# -- detection by the first bytes: the captures moved off their protocols' ports ---------------------
+def _moved(recs: list[V.Rec]) -> list[V.Rec]:
+    """The records with every well-known server port moved (9092 → 2092…): no port decides, the
+    connections' first bytes are scored (and, seen mid-stream, the roles may be swapped)."""
+    import struct
+
+    from wiredump.dissect.protocols import all_protocols
+
+    known = {p for spec in all_protocols().values() for p in spec.ports}
+    out = []
+    for r in recs:
+        t = r.tcp()
+        if t is None:
+            out.append(r)
+            continue
+        data = bytearray(r.data)
+        ihl = (data[14] & 0x0F) * 4
+        tcp_at = 14 + ihl
+        sport, dport = struct.unpack_from(">HH", data, tcp_at)
+        sport = 2000 + sport % 1000 if sport in known else sport
+        dport = 2000 + dport % 1000 if dport in known else dport
+        struct.pack_into(">HH", data, tcp_at, sport, dport)
+        out.append(V.replace(r, data=bytes(data)))
+    return out
+
+
+@needs_protocols
+@pytest.mark.parametrize("path", VARIANT_SOURCES, ids=[f"{p.parent.name}/{p.stem}" for p in VARIANT_SOURCES])
+def test_registry_detection_off_port(tmp_path: Path, path: Path) -> None:
+    if path.parent.name not in NATIVE:
+        pytest.skip(f"{path.parent.name} is not in the Rust registry yet")
+    cap = V.read(path)
+    recs = _moved(cap.recs)
+    got = assert_same(V.write(cap, recs, tmp_path / "moved.pcap"), protocols=NATIVE)
+    assert isinstance(got, list) and any(k == "frame" for k, *_ in got)
+    for cut in sorted({1, 3, len(recs) // 3, len(recs) // 2}):
+        assert_same(V.write(cap, recs[cut:], tmp_path / f"moved-mid{cut}.pcap"), protocols=NATIVE)
+    assert_same(V.write(cap, recs, tmp_path / "moved.pcap"), protocols=NATIVE, hold_us=1000)
+
+
+@needs_protocols
+@pytest.mark.parametrize("proto", ["kafka", "pulsar", "pravega", "tank"])
+def test_registry_decode_as_the_wrong_protocol(proto: str) -> None:
+    """Each protocol's captures decoded as each other protocol (decode-as on the server ports):
+    resync, oversize frames, undecodable and truncated frames through the framing engine."""
+    if proto not in NATIVE:
+        pytest.skip(f"{proto} is not in the Rust registry yet")
+    for path in REAL:
+        if path.parent.name == proto or path.parent.name not in NATIVE:
+            continue
+        conns = [
+            e.obj
+            for e in dissect([str(path)], Options(engine="python", protocols=()))
+            if e.kind == "connection"
+        ]
+        ports = {c.server_port for c in conns}
+        assert_same(path, protocols=NATIVE, decode_as=dict.fromkeys(ports, proto))
+        break  # one capture of each other protocol
+
+
+@needs_protocols
+def test_registry_options() -> None:
+    """Options that change the pipeline's choices: secrets, tiny hold bounds, shards (observing
+    framers for protocols that share run state), early releases, tight decompression limits."""
+    firsts = {}
+    for path in REAL:
+        if path.parent.name in NATIVE:
+            firsts.setdefault(path.parent.name, path)
+    for path in firsts.values():
+        assert_same(path, protocols=NATIVE, show_secrets=True, hold_us=1000, hold_bytes=4096)
+        for k in range(2):
+            assert_same(path, protocols=NATIVE, shard=(k, 2))
+        assert_same(
+            path,
+            protocols=NATIVE,
+            limits=Limits(max_connections=1, closed_linger_us=1000, half_open_us=1000),
+        )
+        assert_same(path, protocols=NATIVE, limits=Limits(max_decompressed=4096, max_messages=3))
