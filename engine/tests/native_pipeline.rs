@@ -480,3 +480,61 @@ fn a_frame_is_read_as_it_left_even_if_linked_later() {
     }
     assert_eq!(seen, [(4, true, None, true), (5, false, Some(4), true)]);
 }
+
+/// A session every call of which panics (a decoder bug everywhere).
+struct Bad;
+
+impl Session for Bad {
+    fn frame_length(&mut self, _ctx: &mut ConnCtx, _buf: &[u8], _role: Role) -> FrameLen {
+        panic!("bad frame_length");
+    }
+    fn resync(&mut self, _ctx: &mut ConnCtx, _buf: &[u8], _role: Role) -> Option<usize> {
+        panic!("bad resync");
+    }
+    fn decode(&mut self, _: &mut ConnCtx, _: &[u8], _: Role, _: bool) -> Vec<FrameRef> {
+        panic!("bad decode");
+    }
+    fn close(&mut self, _ctx: &mut ConnCtx) -> Vec<FrameRef> {
+        panic!("bad close");
+    }
+}
+
+#[test]
+fn internal_errors_of_framing_are_reported_one_by_one_up_to_a_bound() {
+    let ctx = ConnCtx::standalone("bad", 1);
+    let mut f = ConnectionFramer::new("bad", 1024, 128 << 20, Box::new(Bad), ctx, false);
+    let mut out = Sink::default();
+    let chunk = vec![0u8; 16 * 1024];
+    for i in 0..70 {
+        f.feed(&mut out, Role::Client, &chunk, i + 1, 0);
+    }
+    f.finish(&mut out);
+    // The first segment: frame_length and then resync panic; each later one (RESYNC_STEP new
+    // bytes each) resync once: 2 + 69; the flush at the end tries resync once more: 72.
+    let kinds: Vec<&str> = out.anomalies.iter().map(|a| a.kind.as_ref()).collect();
+    assert_eq!(kinds.len(), 64 + 3);
+    assert!(kinds[..64].iter().all(|k| *k == "internal_error"));
+    assert_eq!(kinds[64..], ["resync", "internal_error", "internal_error"]);
+    assert_eq!(
+        out.anomalies[0].detail,
+        "internal error: panic in bad.frame_length on client bytes at stream offset 0: bad frame_length"
+    );
+    assert_eq!(
+        out.anomalies[1].detail,
+        "internal error: panic in bad.resync on client bytes at stream offset 1: bad resync"
+    );
+    assert_eq!(
+        out.anomalies[64].detail,
+        "skipped 1146880 client bytes after an internal error in bad.resync; until the stream ended"
+    );
+    assert_eq!(
+        out.anomalies[65].detail,
+        "internal error: panic in bad.close on the end of the connection: bad close"
+    );
+    assert_eq!(
+        out.anomalies[66].detail,
+        "internal error: 8 more internal errors in bad on this connection (only the first 64 are \
+         reported one by one)"
+    );
+    assert!(out.frames.is_empty());
+}
