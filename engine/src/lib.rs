@@ -22,6 +22,13 @@ pub mod protocol;
 pub mod registry;
 pub mod replay;
 
+// The engine proper: framing, detection and the per-capture pipeline
+// (twins of `framing.py`, `protocols/trial.py`, `detection.py`, `pipeline.py`).
+pub mod detection;
+pub mod framing;
+pub mod pipeline;
+pub mod trial;
+
 // The protocols, one module each (named nowhere else but the registry).
 pub mod kafka;
 #[cfg(feature = "python")]

@@ -30,9 +30,9 @@ use crate::stream::{Event, StreamEngine};
 use crate::tcp::{role_name, Retention, TcpEvent};
 
 /// A Python binary file object read through its `read1` (or `read`) method.
-struct PyReader {
-    obj: Py<PyAny>,
-    method: &'static str,
+pub(crate) struct PyReader {
+    pub(crate) obj: Py<PyAny>,
+    pub(crate) method: &'static str,
 }
 
 impl Read for PyReader {
@@ -54,7 +54,7 @@ impl Read for PyReader {
     }
 }
 
-fn capture_error(py: Python<'_>, msg: String) -> PyErr {
+pub(crate) fn capture_error(py: Python<'_>, msg: String) -> PyErr {
     match py
         .import("wiredump.dissect.capture")
         .and_then(|m| m.getattr("CaptureError"))
@@ -316,6 +316,8 @@ impl StreamReader {
     }
 }
 
+mod convert;
+mod dissector;
 mod kafka;
 pub(crate) mod model;
 mod replay;
@@ -332,5 +334,6 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<StreamReader>()?;
     kafka::register(m)?;
     replay::register(m)?;
+    dissector::register(m)?;
     Ok(())
 }

@@ -16,3 +16,14 @@ pub fn protocols() -> Vec<Box<dyn Protocol>> {
 pub fn by_name(name: &str) -> Option<Box<dyn Protocol>> {
     protocols().into_iter().find(|p| p.name() == name)
 }
+
+/// The registry restricted to `names` (None: all of it), in registry order, for one run (a run
+/// owns its protocols). A name the registry lacks is simply not there: its connections stay
+/// undecoded (`Options.protocols` of the Python pipeline, for the differential tests).
+pub fn select(names: Option<&[String]>) -> Vec<Box<dyn Protocol>> {
+    let mut all = protocols();
+    if let Some(names) = names {
+        all.retain(|p| names.iter().any(|n| n == p.name()));
+    }
+    all
+}

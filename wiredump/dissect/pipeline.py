@@ -59,8 +59,13 @@ class Options:
     """(k, n): decode only the connections whose stream index is k modulo n, for parallel
     workers that each read the whole capture. Connection-less anomalies go to shard 0."""
     engine: str = field(default_factory=lambda: os.environ.get("WIREDUMP_ENGINE", "python"))
-    """"python" (the reference) or "rust": who reads the capture and reassembles TCP
-    (wiredump/dissect/rust_stream.py); `--engine` on the command line, WIREDUMP_ENGINE."""
+    """"python" (the reference), "rust" (the capture read and TCP reassembled in Rust,
+    wiredump/dissect/rust_stream.py) or "native" (the whole capture dissected in Rust:
+    `wiredump._engine.Dissector`, only with the protocols its registry has); `--engine` on the
+    command line, WIREDUMP_ENGINE."""
+    protocols: tuple[str, ...] | None = None
+    """Only these protocols are detected and decoded (None: every registered one), so that the
+    engines can be compared on the protocols both have (tests/test_engine_native.py)."""
 
     def new_limits(self) -> Limits:
         if self.limits is None:
@@ -95,6 +100,8 @@ class _Capture:
         self.options = options
         self.limits = options.new_limits()
         self.protocols = all_protocols()
+        if options.protocols is not None:
+            self.protocols = {n: s for n, s in self.protocols.items() if n in options.protocols}
         self.decode_as: dict[int, ProtocolSpec] = {}
         for port, proto in options.decode_as.items():
             if proto not in self.protocols:
@@ -580,6 +587,9 @@ def _summary(conn: Connection) -> ConnectionSummary:
 
 def dissect_capture(reader: CaptureReader, options: Options) -> Iterator[Event]:
     """Every event of one opened capture, in order."""
+    if getattr(reader, "dissects", False):  # the native engine's Dissector: it yields the events
+        yield from reader  # type: ignore[misc]
+        return
     if getattr(reader, "native", False):  # opened by open_source for the Rust engine
         from wiredump.dissect.rust_stream import dissect_native
 
@@ -689,6 +699,14 @@ def open_source(path: str, options: Options) -> Any:
         from wiredump.dissect.rust_stream import RustCapture
 
         return RustCapture(path)
+    if options.engine == "native":
+        import sys
+
+        from wiredump._engine import Dissector
+
+        if path == "-":  # read through Python's stdin object, which a caller may have replaced
+            return Dissector(getattr(sys.stdin, "buffer", sys.stdin), options, name="stdin")
+        return Dissector(path, options)
     if options.engine != "python":
-        raise ValueError(f"unknown engine {options.engine!r} (known: python, rust)")
+        raise ValueError(f"unknown engine {options.engine!r} (known: python, rust, native)")
     return open_capture(path)

@@ -1,0 +1,250 @@
+//! `Dissector`: one capture dissected wholly by the native engine (reading, reassembly,
+//! detection, framing, decoding, correlation, release order), iterated from Python as the same
+//! `wiredump.dissect.pipeline.Event` objects `dissect_capture` yields, carrying real
+//! `wiredump.dissect.model` objects, so that every sink works on it unchanged.
+//!
+//! It also has the face of an opened capture where the commands look (`name`, `truncated`,
+//! `skipped_unknown_link`, `bytes_read`, `compression`, `format`, `on_record`, `native`).
+
+use std::collections::VecDeque;
+use std::io::Cursor;
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+use super::convert::{self, Classes};
+use super::model;
+use super::{capture_error, PyReader};
+use crate::capture::{CaptureReader, Input};
+use crate::codecs::Limits;
+use crate::pipeline::{Dissection, EngineLimits, Options, Record};
+use crate::registry;
+
+/// The run options read from a Python `pipeline.Options`.
+fn read_options(py_opts: &Bound<'_, PyAny>) -> PyResult<(Options, Option<Vec<String>>)> {
+    let mut o = Options::default();
+    let decode_as = py_opts.getattr("decode_as")?;
+    let decode_as = decode_as.cast::<PyDict>()?;
+    for (k, v) in decode_as.iter() {
+        o.decode_as.push((k.extract()?, v.extract()?));
+    }
+    o.keep_bytes = py_opts.getattr("keep_bytes")?.extract()?;
+    o.show_secrets = py_opts.getattr("show_secrets")?.extract()?;
+    o.messages = py_opts.getattr("messages")?.extract()?;
+    o.hold_frames = py_opts.getattr("hold_frames")?.extract()?;
+    o.hold_bytes = py_opts.getattr("hold_bytes")?.extract()?;
+    o.hold_us = py_opts.getattr("hold_us")?.extract()?;
+    o.shard = py_opts.getattr("shard")?.extract()?;
+    let l = py_opts.call_method0("new_limits")?;
+    let get = |name: &str| -> PyResult<u64> { l.getattr(name)?.extract() };
+    o.limits = EngineLimits {
+        codec: Limits {
+            max_decompressed: get("max_decompressed")?,
+            max_decompressed_total: get("max_decompressed_total")?,
+            max_ratio: get("max_ratio")?,
+            ratio_floor: get("ratio_floor")?,
+            decompressed_total: 0,
+            max_messages: get("max_messages")?,
+        },
+        max_stream_buffer: get("max_stream_buffer")?,
+        max_connections: get("max_connections")? as usize,
+        half_open_us: l.getattr("half_open_us")?.extract()?,
+        closed_linger_us: l.getattr("closed_linger_us")?.extract()?,
+        max_out_of_order: get("max_out_of_order")? as usize,
+        max_pending_requests: get("max_pending_requests")? as usize,
+    };
+    let protocols: Option<Vec<String>> = match py_opts.getattr("protocols") {
+        Ok(p) => p.extract()?,
+        Err(_) => None,
+    };
+    Ok((o, protocols))
+}
+
+/// One capture dissected natively; iterate it for `pipeline.Event` objects.
+#[pyclass(unsendable, module = "wiredump._engine")]
+pub struct Dissector {
+    run: Dissection,
+    classes: Classes,
+    pending: VecDeque<Py<PyAny>>,
+    capture: Py<PyAny>,
+    /// Optional callable(number, ts_us) called for every record read (the CLI's packet times).
+    #[pyo3(get, set)]
+    on_record: Option<Py<PyAny>>,
+}
+
+#[pymethods]
+impl Dissector {
+    /// `source`: a path ("-" for stdin), the capture's bytes, or a binary file object;
+    /// `options`: a `wiredump.dissect.pipeline.Options`; `name`: how messages call a capture
+    /// that is not a file.
+    #[new]
+    #[pyo3(signature = (source, options, name=None))]
+    fn new(
+        py: Python<'_>,
+        source: &Bound<'_, PyAny>,
+        options: &Bound<'_, PyAny>,
+        name: Option<String>,
+    ) -> PyResult<Self> {
+        let input = if let Ok(path) = source.extract::<String>() {
+            Input::Path(path)
+        } else if let Ok(b) = source.cast::<PyBytes>() {
+            Input::Reader(
+                name.unwrap_or_else(|| "bytes".to_string()),
+                Box::new(Cursor::new(b.as_bytes().to_vec())),
+            )
+        } else if source.hasattr("read")? {
+            let method = if source.hasattr("read1")? {
+                "read1"
+            } else {
+                "read"
+            };
+            Input::Reader(
+                name.unwrap_or_else(|| "stdin".to_string()),
+                Box::new(PyReader {
+                    obj: source.clone().unbind(),
+                    method,
+                }),
+            )
+        } else {
+            return Err(PyTypeError::new_err(
+                "source must be a path, bytes or a binary file object",
+            ));
+        };
+        let (opts, names) = read_options(options)?;
+        let protocols = registry::select(names.as_deref());
+        let reader = CaptureReader::open(input).map_err(|e| capture_error(py, e.0))?;
+        let run = Dissection::new(reader, opts, protocols).map_err(PyValueError::new_err)?;
+        let capture = run
+            .cap
+            .name
+            .to_string()
+            .into_pyobject(py)?
+            .into_any()
+            .unbind();
+        Ok(Dissector {
+            run,
+            classes: Classes::load(py)?,
+            pending: VecDeque::new(),
+            capture,
+            on_record: None,
+        })
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        loop {
+            if let Some(ev) = self.pending.pop_front() {
+                return Ok(Some(ev));
+            }
+            let Some(rec) = self.run.next_record() else {
+                self.records(py)?;
+                return Ok(None);
+            };
+            self.records(py)?;
+            self.convert(py, rec)?;
+        }
+    }
+
+    /// Tells the native engine apart from the stream-only Rust reader (`pipeline.dissect_capture`).
+    #[getter]
+    fn native(&self) -> bool {
+        true
+    }
+
+    #[getter]
+    fn dissects(&self) -> bool {
+        true
+    }
+
+    #[getter]
+    fn name(&self) -> String {
+        self.run.cap.name.to_string()
+    }
+
+    #[getter]
+    fn truncated(&self) -> Option<String> {
+        self.run.engine.reader.truncated.clone()
+    }
+
+    #[getter]
+    fn skipped_unknown_link(&self) -> u64 {
+        self.run.engine.reader.skipped_unknown_link
+    }
+
+    #[getter]
+    fn bytes_read(&self) -> u64 {
+        self.run.engine.reader.bytes_read()
+    }
+
+    #[getter]
+    fn compression(&self) -> Option<&'static str> {
+        self.run.engine.reader.compression
+    }
+
+    #[getter]
+    fn format(&self) -> &'static str {
+        self.run.engine.reader.format_name()
+    }
+
+    /// Nothing to release before iteration ends (the file closes with the reader).
+    fn close(&self) {}
+}
+
+impl Dissector {
+    /// Calls `on_record` for the records read since the last call (numbers and times as read).
+    fn records(&mut self, py: Python<'_>) -> PyResult<()> {
+        let times = self.run.take_record_times();
+        if let Some(cb) = &self.on_record {
+            for (number, ts) in times {
+                cb.call1(py, (number, ts))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn event(&self, py: Python<'_>, kind: &str, obj: Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        self.classes
+            .event
+            .call1(py, (kind, obj, self.capture.clone_ref(py)))
+    }
+
+    fn convert(&mut self, py: Python<'_>, rec: Record) -> PyResult<()> {
+        let c = &self.classes;
+        let m = model::Classes::new(py)?;
+        let ev = match rec {
+            Record::Frame(f) => {
+                let pf = m.frame(&f.borrow())?;
+                let ev = self.event(py, "frame", pf.clone())?;
+                self.pending.push_back(ev);
+                // Its anomalies follow it, the same objects as in its list (as Python's release).
+                for a in pf.getattr("anomalies")?.try_iter()? {
+                    let ev = self
+                        .classes
+                        .event
+                        .call1(py, ("anomaly", a?, self.capture.clone_ref(py), pf.clone()))?;
+                    self.pending.push_back(ev);
+                }
+                return Ok(());
+            }
+            Record::Anomaly(a) => self.event(py, "anomaly", m.anomaly(&a)?)?,
+            Record::Exchange(e) => self.event(py, "exchange", m.exchange(&e)?)?,
+            Record::Connection(s) => {
+                self.event(py, "connection", convert::connection(py, c, &s)?)?
+            }
+            Record::CaptureEnd(e) => {
+                self.event(py, "capture_end", convert::capture_end(py, c, &e)?)?
+            }
+        };
+        self.pending.push_back(ev);
+        Ok(())
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Dissector>()?;
+    Ok(())
+}
