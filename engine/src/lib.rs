@@ -20,6 +20,10 @@ pub mod correlation;
 pub mod model;
 pub mod protocol;
 
+// The five tables as Arrow record batches, columns from `wiredump/tables.json` (the twin of
+// `tables.py`'s `TableBuilder`).
+pub mod arrow_out;
+
 // The protocols, one module each (named nowhere else but the registry).
 pub mod kafka;
 #[cfg(feature = "python")]

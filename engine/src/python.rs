@@ -316,6 +316,8 @@ impl StreamReader {
     }
 }
 
+mod arrow;
+mod from_py;
 mod kafka;
 
 /// The native engine's version.
@@ -329,5 +331,6 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_class::<StreamReader>()?;
     kafka::register(m)?;
+    arrow::register(m)?;
     Ok(())
 }

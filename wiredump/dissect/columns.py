@@ -71,7 +71,8 @@ def declared() -> dict[str, TableDecl]:
     text = resources.files("wiredump").joinpath(DECLARATION).read_text(encoding="utf-8")
     doc = json.loads(text)
     out: dict[str, TableDecl] = {}
-    for name, t in doc["tables"].items():
+    for t in doc["tables"]:
+        name = t["name"]
         cols = tuple(
             ColumnDecl(c["name"], c["type"], bool(c["null"]), c.get("unit"), c["meaning"])
             for c in t["columns"]
