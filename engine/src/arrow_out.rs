@@ -134,6 +134,8 @@ pub struct TableSet {
     anomalies: Buffer<AnomaliesColumns>,
     connections: Buffer<ConnectionsColumns>,
     ready: VecDeque<(Table, RecordBatch)>,
+    /// The JSON text of the row being built (one buffer for every `detail`).
+    scratch: String,
 }
 
 impl TableSet {
@@ -147,6 +149,7 @@ impl TableSet {
             anomalies: Buffer::new(cap.min(256)),
             connections: Buffer::new(cap.min(256)),
             ready: VecDeque::new(),
+            scratch: String::with_capacity(4096),
         }
     }
 
@@ -165,12 +168,18 @@ impl TableSet {
     /// pipeline emits them).
     pub fn frame(&mut self, capture: &str, f: &Frame) -> Result<(), ArrowError> {
         let o = self.options;
-        self.frames.nbytes += rows::frame(&mut self.frames.cols, capture, f);
+        self.frames.nbytes += rows::frame(&mut self.frames.cols, capture, f, &mut self.scratch);
         self.frames.rows += 1;
         if !f.messages.is_empty() {
             for m in &f.messages {
-                self.messages.nbytes +=
-                    rows::message(&mut self.messages.cols, capture, f, m, o.values);
+                self.messages.nbytes += rows::message(
+                    &mut self.messages.cols,
+                    capture,
+                    f,
+                    m,
+                    o.values,
+                    &mut self.scratch,
+                );
             }
             self.messages.rows += f.messages.len();
             if self.messages.full(&o) {

@@ -34,13 +34,19 @@ struct TooDeep;
 
 /// The JSON text of a decode, as the reference's `to_json` gives it.
 pub fn fields_json(fields: &Fields) -> String {
-    let mut out = String::with_capacity(64 + fields.len() * 24);
-    if write_fields(&mut out, fields, Style::Orjson, 1).is_err() {
+    let mut out = String::new();
+    write_fields_json(&mut out, fields);
+    out
+}
+
+/// As [`fields_json`], into `out` (cleared first): the table builders reuse one buffer.
+pub fn write_fields_json(out: &mut String, fields: &Fields) {
+    out.clear();
+    if write_fields(out, fields, Style::Orjson, 1).is_err() {
         out.clear();
         // json.dumps has no depth limit of its own below Python's recursion limit.
-        let _ = write_fields(&mut out, fields, Style::Json, 1);
+        let _ = write_fields(out, fields, Style::Json, 1);
     }
-    out
 }
 
 fn write_fields(
@@ -71,11 +77,12 @@ fn write_value(out: &mut String, v: &Value, style: Style, depth: usize) -> Resul
         Value::Bool(true) => out.push_str("true"),
         Value::Bool(false) => out.push_str("false"),
         Value::Int(i) => {
-            let _ = write!(out, "{i}");
+            if *i < 0 {
+                out.push('-');
+            }
+            write_u64(out, i.unsigned_abs());
         }
-        Value::UInt(u) => {
-            let _ = write!(out, "{u}");
-        }
+        Value::UInt(u) => write_u64(out, *u),
         Value::Float(x) => write_float(out, *x, style),
         Value::Str(s) => write_str(out, s),
         Value::Bytes(b) => write_hex(out, b),
@@ -97,10 +104,40 @@ fn write_value(out: &mut String, v: &Value, style: Style, depth: usize) -> Resul
     Ok(())
 }
 
+/// Whether any byte is a control character, `"` or `\\`; eight bytes at a time (the scan is the
+/// hot path of `detail`: decodes hold long strings).
+fn needs_escape(bytes: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // Exact as a yes/no test (Hacker's Delight / "Bit Twiddling Hacks": haszero, hasless).
+    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH != 0;
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGH != 0;
+        if below_space
+            || has_zero(w ^ (ONES * u64::from(b'"')))
+            || has_zero(w ^ (ONES * u64::from(b'\\')))
+        {
+            return true;
+        }
+    }
+    chunks
+        .remainder()
+        .iter()
+        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+}
+
 /// A string, quoted and escaped as orjson and `json.dumps(ensure_ascii=False)` both do.
 pub fn write_str(out: &mut String, s: &str) {
     out.push('"');
     let bytes = s.as_bytes();
+    // Most names and values need no escape: one scan, one copy.
+    if !needs_escape(bytes) {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
         let esc: &str = match b {
@@ -126,14 +163,36 @@ pub fn write_str(out: &mut String, s: &str) {
     out.push('"');
 }
 
+/// An unsigned integer in decimal, without the formatting machinery (the hot path of `detail`).
+fn write_u64(out: &mut String, mut v: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    for &d in &buf[i..] {
+        out.push(d as char);
+    }
+}
+
 fn write_hex(out: &mut String, b: &[u8]) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let shown = &b[..b.len().min(MAX_DETAIL_BYTES)];
     out.reserve(shown.len() * 2 + 24);
     out.push('"');
-    for &x in shown {
-        out.push(HEX[(x >> 4) as usize] as char);
-        out.push(HEX[(x & 15) as usize] as char);
+    // Hex digits are ASCII: each chunk of pairs is pushed as one str.
+    let mut pairs = [0u8; 128];
+    for chunk in shown.chunks(64) {
+        for (j, &x) in chunk.iter().enumerate() {
+            pairs[2 * j] = HEX[(x >> 4) as usize];
+            pairs[2 * j + 1] = HEX[(x & 15) as usize];
+        }
+        out.push_str(std::str::from_utf8(&pairs[..2 * chunk.len()]).unwrap_or_default());
     }
     if b.len() > MAX_DETAIL_BYTES {
         let _ = write!(out, "…(+{} bytes)", b.len() - MAX_DETAIL_BYTES);
@@ -280,6 +339,46 @@ mod tests {
             "{\"z\":\"a\\\"b\\\\c\\n\\u0001\u{7f}é€\u{2028}\",\"a\":\"00abff\",\
              \"n\":[-1,18446744073709551615,null],\"m\":{\"t\":true}}"
         );
+    }
+
+    #[test]
+    fn the_escape_scan_finds_every_byte_that_needs_one() {
+        for len in 0..20 {
+            for at in 0..len {
+                for b in 0u8..=255 {
+                    let mut v = vec![b'a'; len];
+                    v[at] = b;
+                    let want = b < 0x20 || b == b'"' || b == b'\\';
+                    assert_eq!(needs_escape(&v), want, "len {len} at {at} byte {b}");
+                    // Non-ASCII neighbours (UTF-8 lead and continuation bytes) do not confuse it.
+                    v.iter_mut().filter(|x| **x == b'a').for_each(|x| *x = 0xc3);
+                    assert_eq!(
+                        needs_escape(&v),
+                        want,
+                        "len {len} at {at} byte {b} amid 0xc3"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn integers_in_full() {
+        let mut f = Fields::new();
+        let ints = [0, 7, -1, 10, -10, 1234567890, i64::MIN, i64::MAX];
+        f.set(
+            "i",
+            Value::List(ints.iter().map(|&i| Value::Int(i)).collect()),
+        );
+        f.set(
+            "u",
+            Value::List(vec![Value::UInt(0), Value::UInt(u64::MAX)]),
+        );
+        let want = format!(
+            "{{\"i\":[{}],\"u\":[0,18446744073709551615]}}",
+            ints.map(|i| i.to_string()).join(",")
+        );
+        assert_eq!(fields_json(&f), want);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use super::columns::{
     AnomaliesColumns, ConnectionsColumns, ExchangesColumns, FramesColumns, HeadersBuilder,
     MessagesColumns,
 };
-use super::detail::fields_json;
+use super::detail::write_fields_json;
 use super::ROW_OVERHEAD;
 use crate::model::{Anomaly, ConnectionSummary, Exchange, Frame, Message};
 
@@ -39,9 +39,11 @@ fn headers(b: &mut HeadersBuilder, h: Option<&Headers>) {
 }
 
 /// A frames row; returns its estimated size (`ROW_OVERHEAD + len(detail) + len(summary)`).
-pub fn frame(c: &mut FramesColumns, capture: &str, f: &Frame) -> usize {
-    let detail = fields_json(&f.fields);
-    let size = ROW_OVERHEAD + chars(&detail) + chars(&f.summary);
+/// `detail` is a scratch buffer for the JSON text, reused from row to row.
+pub fn frame(c: &mut FramesColumns, capture: &str, f: &Frame, detail: &mut String) -> usize {
+    write_fields_json(detail, &f.fields);
+    let detail = detail.as_str();
+    let size = ROW_OVERHEAD + chars(detail) + chars(&f.summary);
     c.capture.append_value(capture);
     c.packet.append_option(i64_of(f.packet));
     c.first_packet.append_option(i64_of(f.first_packet));
@@ -65,7 +67,7 @@ pub fn frame(c: &mut FramesColumns, capture: &str, f: &Frame) -> usize {
     c.peer_packet.append_option(f.peer_packet.and_then(i64_of));
     c.latency_us.append_option(f.latency_us);
     c.summary.append_value(&f.summary);
-    c.detail.append_value(&detail);
+    c.detail.append_value(detail);
     size
 }
 
@@ -76,6 +78,7 @@ pub fn message(
     f: &Frame,
     m: &Message,
     values: bool,
+    detail: &mut String,
 ) -> usize {
     let mut size = ROW_OVERHEAD;
     c.capture.append_value(capture);
@@ -104,9 +107,9 @@ pub fn message(
     // An empty detail is null, as Python's `to_json(m.detail) if m.detail else None`.
     match m.detail.as_ref().filter(|d| !d.is_empty()) {
         Some(d) => {
-            let text = fields_json(d);
-            size += chars(&text);
-            c.detail.append_value(&text);
+            write_fields_json(detail, d);
+            size += chars(detail);
+            c.detail.append_value(&*detail);
         }
         None => c.detail.append_null(),
     }
