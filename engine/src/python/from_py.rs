@@ -9,7 +9,8 @@
 //! as lists, sets as lists sorted by `repr`, non-string keys as orjson names them, other objects
 //! as their `str()`. What the model cannot hold (an integer beyond 64 bits, a dataclass or a
 //! datetime inside a decode — no decoder makes them) is refused with a `TypeError` rather than
-//! converted into something else.
+//! converted into something else. A frame's own anomalies are not copied into it: the pipeline
+//! emits them as anomaly events of their own, and the tables take them from there.
 
 use std::borrow::Cow;
 use std::rc::Rc;
