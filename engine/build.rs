@@ -346,7 +346,7 @@ fn fuse(ops: Vec<Op>) -> Vec<String> {
     out
 }
 
-/// The five output tables' columns, from their one declaration (`wiredump/tables.json`, which
+/// The output tables' columns, from their one declaration (`wiredump/tables.json`, which
 /// Python's `columns.py` and docs/tables.md read too).
 ///
 /// Why generated: for each table a struct with one typed Arrow builder per declared column, in

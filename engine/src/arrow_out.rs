@@ -1,4 +1,4 @@
-//! The five tables as Arrow record batches, built from the engine's records (the Rust twin of
+//! The tables as Arrow record batches, built from the engine's records (the Rust twin of
 //! `TableBuilder` in `wiredump/dissect/tables.py`).
 //!
 //! Why Arrow from Rust: the rows leave the engine as record batches that cross into Python
@@ -8,6 +8,10 @@
 //! reference's, value for value (`detail` byte for byte, see [`detail`]), and batches are cut
 //! where the reference cuts them (same row and byte bounds, same size estimate), so a Parquet file
 //! written from either has the same row groups.
+//!
+//! Built here: frames, exchanges, messages, anomalies, connections. The `partitions` table is
+//! declared and its builder generated ([`columns::PartitionsColumns`]), but the engine's model has
+//! no per-topic records yet (Python's `TopicPartition`, `Frame.partitions`) to fill it from.
 
 pub mod columns;
 pub mod detail;
@@ -32,7 +36,7 @@ pub const BATCH_BYTES: usize = 4 << 20;
 /// the reference cuts them).
 pub const ROW_OVERHEAD: usize = 512;
 
-/// One of the five tables.
+/// One of the tables the builders make (see the module doc for `partitions`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Table {
     Frames,
@@ -121,7 +125,7 @@ impl<C: Columns> Buffer<C> {
     }
 }
 
-/// The five tables of a run, fed record by record, handed out as bounded record batches.
+/// The tables of a run, fed record by record, handed out as bounded record batches.
 ///
 /// Feed records in pipeline order ([`TableSet::frame`], [`TableSet::anomaly`], …); take the
 /// batches that are ready with [`TableSet::pop`] as you go, and call [`TableSet::finish`] at the

@@ -19,8 +19,10 @@ pub mod codecs;
 pub mod correlation;
 pub mod model;
 pub mod protocol;
+pub mod registry;
+pub mod replay;
 
-// The five tables as Arrow record batches, columns from `wiredump/tables.json` (the twin of
+// The output tables as Arrow record batches, columns from `wiredump/tables.json` (the twin of
 // `tables.py`'s `TableBuilder`).
 pub mod arrow_out;
 

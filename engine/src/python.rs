@@ -319,6 +319,8 @@ impl StreamReader {
 mod arrow;
 mod from_py;
 mod kafka;
+pub(crate) mod model;
+mod replay;
 
 /// The native engine's version.
 #[pyfunction]
@@ -331,6 +333,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_class::<StreamReader>()?;
     kafka::register(m)?;
+    replay::register(m)?;
     arrow::register(m)?;
     Ok(())
 }

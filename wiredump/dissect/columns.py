@@ -1,4 +1,4 @@
-"""The columns of the five tables, read from their one declaration (`wiredump/tables.json`).
+"""The columns of the output tables, read from their one declaration (`wiredump/tables.json`).
 
 Why a data file: the tables are built in two languages (the Python reference in `tables.py`, the
 Rust engine's `arrow_out`), documented in docs/tables.md and filtered by `-Y`; declaring each
