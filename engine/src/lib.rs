@@ -24,6 +24,7 @@ pub mod replay;
 
 // The output tables as Arrow record batches, columns from `wiredump/tables.json` (the twin of
 // `tables.py`'s `TableBuilder`).
+#[cfg(feature = "arrow")]
 pub mod arrow_out;
 
 // The protocols, one module each (named nowhere else but the registry).
