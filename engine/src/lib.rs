@@ -28,6 +28,10 @@ pub mod detection;
 pub mod framing;
 pub mod pipeline;
 pub mod trial;
+// The output tables as Arrow record batches, columns from `wiredump/tables.json` (the twin of
+// `tables.py`'s `TableBuilder`).
+#[cfg(feature = "arrow")]
+pub mod arrow_out;
 
 // The protocols, one module each (named nowhere else but the registry).
 pub mod kafka;

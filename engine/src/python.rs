@@ -318,6 +318,8 @@ impl StreamReader {
 
 mod convert;
 mod dissector;
+mod arrow;
+mod from_py;
 mod kafka;
 pub(crate) mod model;
 mod replay;
@@ -335,5 +337,6 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     kafka::register(m)?;
     replay::register(m)?;
     dissector::register(m)?;
+    arrow::register(m)?;
     Ok(())
 }

@@ -1,8 +1,8 @@
 """The tables of the contract: schemas, row conversion, record batches, streaming writers.
 
-Schemas are fixed here once, so every output (Parquet, JSON lines, the Spark job,
-`-T json`) has the same columns whatever the input, and an empty capture still
-gives tables of the right shape.
+Schemas are fixed once (declared in wiredump/tables.json, read by columns.py), so every
+output (Parquet, JSON lines, the Spark job, `-T json`) has the same columns whatever the
+input, and an empty capture still gives tables of the right shape.
 
 One code path turns pipeline events into Arrow record batches (`TableBuilder`): the
 local export writes those batches to Parquet, the Spark job ships the very same
@@ -31,112 +31,16 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from wiredump.dissect.columns import TS_MS, TS_US, schema  # noqa: F401 (TS_*: kept importable from here)
 from wiredump.dissect.model import Anomaly, ConnectionSummary, Exchange, Frame, Message
 
-TS_US = pa.timestamp("us", tz="UTC")
-TS_MS = pa.timestamp("ms", tz="UTC")
-
-FRAMES = pa.schema(
-    [
-        ("capture", pa.string()),
-        ("packet", pa.int64()),
-        ("first_packet", pa.int64()),
-        ("ts", TS_US),
-        ("stream", pa.int64()),
-        ("src", pa.string()),
-        ("src_port", pa.int32()),
-        ("dst", pa.string()),
-        ("dst_port", pa.int32()),
-        ("protocol", pa.string()),
-        ("role", pa.string()),
-        ("kind", pa.string()),
-        ("type", pa.string()),
-        ("type_code", pa.int32()),
-        ("version", pa.int32()),
-        ("correlation_id", pa.int64()),
-        ("length", pa.int64()),
-        ("status", pa.string()),
-        ("error_code", pa.int32()),
-        ("error", pa.string()),
-        ("peer_packet", pa.int64()),
-        ("latency_us", pa.int64()),
-        ("summary", pa.string()),
-        ("detail", pa.string()),
-    ]
-)
-
-EXCHANGES = pa.schema(
-    [
-        ("capture", pa.string()),
-        ("stream", pa.int64()),
-        ("protocol", pa.string()),
-        ("type", pa.string()),
-        ("correlation_id", pa.int64()),
-        ("request_packet", pa.int64()),
-        ("response_packet", pa.int64()),
-        ("request_ts", TS_US),
-        ("response_ts", TS_US),
-        ("latency_us", pa.int64()),
-        ("error_code", pa.int32()),
-        ("status", pa.string()),
-    ]
-)
-
-MESSAGES = pa.schema(
-    [
-        ("capture", pa.string()),
-        ("packet", pa.int64()),
-        ("stream", pa.int64()),
-        ("protocol", pa.string()),
-        ("direction", pa.string()),
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("message_id", pa.string()),
-        ("key", pa.binary()),
-        ("value_size", pa.int64()),
-        ("value", pa.binary()),
-        ("timestamp", TS_MS),
-        ("headers", pa.map_(pa.string(), pa.binary())),
-        ("compression", pa.string()),
-        ("checksum_ok", pa.bool_()),
-        ("detail", pa.string()),
-        ("offset_delta", pa.int64()),
-    ]
-)
-
-ANOMALIES = pa.schema(
-    [
-        ("capture", pa.string()),
-        ("packet", pa.int64()),
-        ("stream", pa.int64()),
-        ("protocol", pa.string()),
-        ("kind", pa.string()),
-        ("offset", pa.int64()),
-        ("detail", pa.string()),
-    ]
-)
-
-CONNECTIONS = pa.schema(
-    [
-        ("capture", pa.string()),
-        ("stream", pa.int64()),
-        ("client", pa.string()),
-        ("client_port", pa.int32()),
-        ("server", pa.string()),
-        ("server_port", pa.int32()),
-        ("protocol", pa.string()),
-        ("packets", pa.int64()),
-        ("bytes_client", pa.int64()),
-        ("bytes_server", pa.int64()),
-        ("frames", pa.int64()),
-        ("gaps", pa.int64()),
-        ("retransmissions", pa.int64()),
-        ("first_ts", TS_US),
-        ("last_ts", TS_US),
-        ("state", pa.string()),
-    ]
-)
+# The schemas come from the one declaration of the columns (wiredump/tables.json, read by columns.py;
+# the Rust engine's builders and docs/tables.md derive from the same file).
+FRAMES = schema("frames")
+EXCHANGES = schema("exchanges")
+MESSAGES = schema("messages")
+ANOMALIES = schema("anomalies")
+CONNECTIONS = schema("connections")
 
 # -- partitions (issue 18 item 7): one row per (frame, topic, partition) --------------------------
 # Why a table and not a list<struct> column on frames: the questions asked of these results are
@@ -144,28 +48,7 @@ CONNECTIONS = pa.schema(
 # answers with one GROUP BY in every reader (DuckDB, pandas, polars, Spark SQL) without UNNEST or
 # explode, and which Parquet statistics and predicate pushdown serve on `topic`/`partition`.
 # Each protocol's session fills `Frame.partitions` from its own `partitions` module.
-PARTITIONS = pa.schema(
-    [
-        ("capture", pa.string()),
-        ("packet", pa.int64()),
-        ("ts", TS_US),
-        ("stream", pa.int64()),
-        ("protocol", pa.string()),
-        ("role", pa.string()),
-        ("kind", pa.string()),
-        ("type", pa.string()),
-        ("correlation_id", pa.int64()),
-        ("latency_us", pa.int64()),
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("error_code", pa.int32()),
-        ("error", pa.string()),
-        ("offset", pa.int64()),
-        ("high_watermark", pa.int64()),
-        ("log_start_offset", pa.int64()),
-        ("records", pa.int64()),
-    ]
-)
+PARTITIONS = schema("partitions")
 _PARTITION_FRAME = attrgetter(
     "packet", "ts_us", "stream", "protocol", "role", "kind", "type", "correlation_id", "latency_us"
 )
