@@ -73,3 +73,44 @@ def test_tiny_segments_and_out_of_order(tmp_path: Path, monkeypatch: pytest.Monk
     check(V.write(cap, V.tiny_segments(cap.recs), tmp_path / "tiny.pcap"), monkeypatch)
     recs, _ = V.out_of_order(cap.recs)
     check(V.write(cap, recs, tmp_path / "ooo.pcap"), monkeypatch)
+
+
+# -- the crafted frames of test_pravega_crafted.py, decoded by both engines ---------------------
+def _crafted_tests() -> list[str]:
+    from tests import test_pravega_crafted as crafted
+
+    return sorted(n for n in dir(crafted) if n.startswith("test_") and callable(getattr(crafted, n)))
+
+
+@pytest.mark.parametrize("test_name", _crafted_tests())
+def test_crafted(test_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs one crafted test (its own assertions on the Python decode hold), recording the
+    session calls its framer makes, then replays them into the Rust session."""
+    from tests import test_pravega_crafted as crafted
+    from tests.replay_support import Recording, _Recorder
+
+    recordings: list[Recording] = []
+    original_new_session = crafted.SPEC.new_session
+    original_exchange = crafted.Out.exchange
+
+    def new_session(ctx: object) -> object:
+        rec = Recording("pravega", (False, True, False))
+        recordings.append(rec)
+        return _Recorder(original_new_session(ctx), rec)  # type: ignore[arg-type]
+
+    def exchange(self: object, ex: object) -> None:
+        if recordings:
+            recordings[-1].exchanges.append(ex)  # type: ignore[arg-type]
+        original_exchange(self, ex)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(crafted.SPEC, "new_session", new_session)
+    monkeypatch.setattr(crafted.Out, "exchange", exchange)
+    getattr(crafted, test_name)()
+    monkeypatch.undo()
+    if not any(rec.calls for rec in recordings):
+        pytest.skip("the crafted test makes no session calls")
+    for rec in recordings:
+        if not rec.calls:
+            continue
+        diffs = differences(rec, replay(rec))
+        assert diffs == [], "\n".join(diffs)
