@@ -427,3 +427,256 @@ pub fn attribute_update_type(v: i64) -> Option<&'static str> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The table against the two sources it must agree with, each parsed here on its own:
+    //! WIRE.md §5 (the facts, written from Pravega's `WireCommands.java`) and the Python
+    //! reference's `commands.py` (the other engine's table). Skipped when a file is absent.
+
+    use super::*;
+    use std::path::PathBuf;
+
+    fn repo_file(rel: &str) -> Option<String> {
+        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel);
+        std::fs::read_to_string(p).ok()
+    }
+
+    fn snake(name: &str) -> String {
+        let mut out = String::new();
+        for (i, ch) in name.chars().enumerate() {
+            if ch.is_ascii_uppercase() && i > 0 {
+                out.push('_');
+            }
+            out.push(ch.to_ascii_lowercase());
+        }
+        match out.as_str() {
+            "segment_name" => "segment".into(),
+            "target_segment_id" => "target".into(),
+            _ => out,
+        }
+    }
+
+    /// Splits on commas outside parentheses and braces.
+    fn split_top(s: &str) -> Vec<String> {
+        let (mut depth, mut cur, mut out) = (0i32, String::new(), Vec::new());
+        for ch in s.chars() {
+            match ch {
+                '(' | '{' | '[' => depth += 1,
+                ')' | '}' | ']' => depth -= 1,
+                ',' if depth == 0 => {
+                    out.push(std::mem::take(&mut cur));
+                    continue;
+                }
+                _ => {}
+            }
+            cur.push(ch);
+        }
+        out.push(cur);
+        out
+    }
+
+    /// (code, constant, class, [(field, kind, optional)]) of every row of WIRE.md §5, primitive
+    /// fields only (composites are checked by the crafted-frame tests).
+    #[allow(clippy::type_complexity)]
+    fn wire_md_rows(text: &str) -> Vec<(i32, String, String, Vec<(String, String, bool)>)> {
+        let start = text.find("## 5. Command table").expect("§5");
+        let end = text[start..].find("### 5.1").expect("§5.1") + start;
+        let mut rows = Vec::new();
+        for line in text[start..end].lines() {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            if cells.len() < 6 {
+                continue;
+            }
+            let code = cells[1].replace('−', "-");
+            let Ok(code) = code.parse::<i32>() else {
+                continue;
+            };
+            let (constant, class) = cells[2].split_once(" (").expect("TYPE (Class)");
+            let class = class.trim_end_matches(')');
+            let mut fields = Vec::new();
+            for part in split_top(cells[4]) {
+                let part = part.trim().replace('`', "");
+                let mut words = part.splitn(3, ' ');
+                let (Some(name), Some(kind)) = (words.next(), words.next()) else {
+                    continue;
+                };
+                let kind = kind.trim_end_matches(|c: char| !c.is_alphanumeric());
+                let kind = match kind {
+                    "int" | "long" | "str" | "bool" | "byte" | "blob" => kind.to_owned(),
+                    "UUID" => "uuid".to_owned(),
+                    _ => continue,
+                };
+                if !name.chars().all(|c| c.is_alphanumeric() || c == '_') || snake(name) == "count"
+                {
+                    continue;
+                }
+                let rest = words.next().unwrap_or("");
+                fields.push((snake(name), kind, rest.contains("**opt**")));
+            }
+            rows.push((code, constant.to_owned(), class.to_owned(), fields));
+        }
+        rows
+    }
+
+    #[test]
+    fn table_agrees_with_wire_md() {
+        let Some(text) = repo_file("../../shared/reference/pravega/WIRE.md") else {
+            eprintln!("WIRE.md not found: skipped");
+            return;
+        };
+        let rows = wire_md_rows(&text);
+        assert_eq!(rows.len(), 70);
+        assert_eq!(COMMANDS.len(), 70);
+        for (code, constant, class, doc_fields) in rows {
+            let cmd = command(code).unwrap_or_else(|| panic!("code {code} missing"));
+            assert_eq!(
+                (cmd.constant, cmd.name),
+                (constant.as_str(), class.as_str())
+            );
+            let mine: Vec<(String, String, bool)> = cmd
+                .fields
+                .iter()
+                .filter(|f| {
+                    matches!(
+                        f.kind,
+                        K::Int | K::Long | K::Str | K::Uuid | K::Bool | K::Byte | K::Blob
+                    )
+                })
+                .map(|f| (f.name.to_owned(), f.kind.py_name().to_owned(), f.optional()))
+                .collect();
+            assert_eq!(mine, doc_fields, "{class}");
+        }
+    }
+
+    /// Parses `commands.py`: each `_cmd(...)` call with its fields (named constants such as
+    /// `RID` resolved from their definitions), replies and failure flag.
+    fn python_rows(
+        text: &str,
+    ) -> Vec<(i32, String, String, String, Vec<String>, Vec<String>, bool)> {
+        let mut consts = std::collections::HashMap::new();
+        for line in text.lines() {
+            if let Some((name, def)) = line.split_once(" = F(") {
+                if name.chars().all(|c| c.is_ascii_uppercase() || c == '_') {
+                    consts.insert(name.to_owned(), format!("F({def}"));
+                }
+            }
+        }
+        let body =
+            &text[text.find("# fmt: off").expect("table")..text.find("# fmt: on").expect("end")];
+        let mut rows = Vec::new();
+        for call in body.split("_cmd(").skip(1) {
+            let call: String = call.lines().map(str::trim).collect::<Vec<_>>().join(" ");
+            let call = call.trim();
+            let call = call.strip_suffix(')').unwrap_or(call);
+            let parts = split_top(call);
+            let code: i32 = parts[0].trim().parse().expect("code");
+            let unq = |s: &str| s.trim().trim_matches('"').to_owned();
+            let dir = match parts[3].trim() {
+                "Q" => "Q",
+                "R" => "R",
+                "BOTH" => "both",
+                "INNER" => "inner",
+                d => panic!("direction {d}"),
+            };
+            let fields_src = unwrap_parens(parts[4].trim());
+            let fields: Vec<String> = split_top(fields_src)
+                .iter()
+                .map(|f| f.trim().to_owned())
+                .filter(|f| !f.is_empty())
+                .map(|f| consts.get(&f).cloned().unwrap_or(f).replace(' ', ""))
+                .collect();
+            let mut replies = Vec::new();
+            let mut failure = false;
+            for extra in &parts[5..] {
+                let e = extra.trim();
+                if e == "failure=True" {
+                    failure = true;
+                } else {
+                    replies = split_top(unwrap_parens(e))
+                        .iter()
+                        .map(|r| unq(r))
+                        .filter(|r| !r.is_empty())
+                        .collect();
+                }
+            }
+            rows.push((
+                code,
+                unq(&parts[1]),
+                unq(&parts[2]),
+                dir.to_owned(),
+                fields,
+                replies,
+                failure,
+            ));
+        }
+        rows
+    }
+
+    fn unwrap_parens(s: &str) -> &str {
+        s.strip_prefix('(')
+            .and_then(|s| s.strip_suffix(')'))
+            .unwrap_or(s)
+    }
+
+    fn py_field(f: &F) -> String {
+        let default = match f.default {
+            Absent::Required => String::new(),
+            Absent::Int(n) => format!(",{n}"),
+            Absent::Str(s) => format!(",\"{s}\""),
+            Absent::Bool(b) => format!(",{}", if b { "True" } else { "False" }),
+            Absent::EmptyList => ",[]".into(),
+        };
+        format!("F(\"{}\",\"{}\"{default})", f.name, f.kind.py_name())
+    }
+
+    #[test]
+    fn table_agrees_with_the_python_table() {
+        let Some(text) = repo_file("../wiredump/dissect/protocols/pravega/commands.py") else {
+            eprintln!("commands.py not found: skipped");
+            return;
+        };
+        let rows = python_rows(&text);
+        assert_eq!(rows.len(), COMMANDS.len());
+        for (row, cmd) in rows.iter().zip(COMMANDS) {
+            let (code, name, constant, dir, fields, replies, failure) = row;
+            let d = match cmd.direction {
+                Dir::Q => "Q",
+                Dir::R => "R",
+                Dir::Both => "both",
+                Dir::Inner => "inner",
+            };
+            assert_eq!(
+                (
+                    *code,
+                    name.as_str(),
+                    constant.as_str(),
+                    dir.as_str(),
+                    *failure
+                ),
+                (cmd.code, cmd.name, cmd.constant, d, cmd.failure)
+            );
+            let mine: Vec<String> = cmd.fields.iter().map(py_field).collect();
+            assert_eq!(&mine, fields, "{name}");
+            let mine: Vec<&str> = cmd.replies.to_vec();
+            assert_eq!(mine, *replies, "{name}");
+        }
+    }
+
+    #[test]
+    fn sizes_and_lookup() {
+        let hello = command(-127).unwrap();
+        assert_eq!((hello.min_payload(), hello.max_payload()), (8, Some(8)));
+        let ka = command(100).unwrap();
+        assert_eq!((ka.min_payload(), ka.max_payload()), (0, Some(0)));
+        // SetupAppend: long + uuid + str + str.
+        let sa = command(1).unwrap();
+        assert_eq!((sa.min_payload(), sa.max_payload()), (8 + 16 + 2 + 2, None));
+        // DataAppended: the required part is writer + eventNumber only.
+        assert_eq!(command(7).unwrap().min_payload(), 24);
+        assert!(!top_level(0) && !top_level(-1) && !top_level(-2));
+        assert!(top_level(-127) && top_level(89) && top_level(91));
+        assert!(command(6).is_none() && command(1000).is_none());
+        assert_eq!(by_name("ReadSegment").unwrap().code, 9);
+    }
+}
