@@ -549,11 +549,12 @@ mod tests {
         }
     }
 
+    /// (code, name, constant, direction, fields as written, replies, failure) of one Python row.
+    type PyRow = (i32, String, String, String, Vec<String>, Vec<String>, bool);
+
     /// Parses `commands.py`: each `_cmd(...)` call with its fields (named constants such as
     /// `RID` resolved from their definitions), replies and failure flag.
-    fn python_rows(
-        text: &str,
-    ) -> Vec<(i32, String, String, String, Vec<String>, Vec<String>, bool)> {
+    fn python_rows(text: &str) -> Vec<PyRow> {
         let mut consts = std::collections::HashMap::new();
         for line in text.lines() {
             if let Some((name, def)) = line.split_once(" = F(") {

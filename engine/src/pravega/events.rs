@@ -57,7 +57,7 @@ pub fn split_records(data: &[u8], allow_tail: bool, keep: usize) -> Records {
     let mut count = 0usize;
     while pos + 8 <= n {
         let (kind, size) = hdr(data, pos);
-        if kind != 0 || size < 0 || size > MAX_EVENT_SIZE {
+        if kind != 0 || !(0..=MAX_EVENT_SIZE).contains(&size) {
             out.is_events = false;
             out.reason =
                 format!("bytes at {pos} are not an event record (type {kind}, length {size})");

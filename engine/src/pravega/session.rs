@@ -744,3 +744,289 @@ impl PravegaSession {
         Some(at)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Framing and decodes checked against frames laid out by hand from WIRE.md (§2 header, §3
+    //! primitives, §5 fields in wire order, §6 append blocks), with expected values computed by
+    //! hand, not taken from the decoder.
+
+    use super::*;
+    use crate::protocol::Protocol;
+
+    const W: [u8; 16] = [
+        0x6b, 0x44, 0x8a, 0x4b, 0x5e, 0x23, 0xf6, 0x95, 0x78, 0x0a, 0x6d, 0x60, 0x00, 0x40, 0x58,
+        0x1e,
+    ];
+    const SEG: &str = "scope/stream/0.#epoch.0";
+
+    fn cmd(code: i32, payload: &[u8]) -> Vec<u8> {
+        let mut v = code.to_be_bytes().to_vec();
+        v.extend_from_slice(&(payload.len() as i32).to_be_bytes());
+        v.extend_from_slice(payload);
+        v
+    }
+
+    fn s(t: &str) -> Vec<u8> {
+        let mut v = (t.len() as u16).to_be_bytes().to_vec();
+        v.extend_from_slice(t.as_bytes());
+        v
+    }
+
+    fn rec(payload: &[u8]) -> Vec<u8> {
+        let mut v = vec![0, 0, 0, 0];
+        v.extend_from_slice(&(payload.len() as i32).to_be_bytes());
+        v.extend_from_slice(payload);
+        v
+    }
+
+    fn hello() -> Vec<u8> {
+        cmd(-127, &[0, 0, 0, 15, 0, 0, 0, 5])
+    }
+
+    fn setup_append(rid: i64) -> Vec<u8> {
+        let mut p = rid.to_be_bytes().to_vec();
+        p.extend_from_slice(&W);
+        p.extend(s(SEG));
+        p.extend(s(""));
+        cmd(1, &p)
+    }
+
+    fn new() -> (PravegaSession, ConnCtx) {
+        let ctx = ConnCtx::standalone(PROTOCOL, 1);
+        let sess = PravegaSession::new(&ctx);
+        (sess, ctx)
+    }
+
+    #[test]
+    fn first_frame_must_check_out() {
+        let (mut sess, mut ctx) = new();
+        let h = hello();
+        assert_eq!(
+            sess.frame_length(&mut ctx, &h[..7], Role::Client),
+            FrameLen::NeedMore
+        );
+        // A whole small first frame is waited for, then decoded before it is accepted.
+        assert_eq!(
+            sess.frame_length(&mut ctx, &h[..12], Role::Client),
+            FrameLen::NeedMore
+        );
+        assert_eq!(
+            sess.frame_length(&mut ctx, &h, Role::Client),
+            FrameLen::Len(16)
+        );
+        // TLS ClientHello on the port.
+        let tls = [0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc];
+        assert_eq!(
+            sess.frame_length(&mut ctx, &tls, Role::Server),
+            FrameLen::Undecodable
+        );
+        // Later frames: an unknown code in the signed-byte range keeps its length; a code
+        // beyond it or a negative length is not a frame.
+        assert_eq!(
+            sess.frame_length(&mut ctx, &cmd(6, &[1, 2]), Role::Client),
+            FrameLen::Len(10)
+        );
+        let mut big = cmd(300, &[]);
+        assert_eq!(
+            sess.frame_length(&mut ctx, &big, Role::Client),
+            FrameLen::NotAFrame
+        );
+        big = cmd(1, &[]);
+        big[4..8].copy_from_slice(&(-5i32).to_be_bytes());
+        assert_eq!(
+            sess.frame_length(&mut ctx, &big, Role::Client),
+            FrameLen::NotAFrame
+        );
+        // A first frame whose header is implausible (KeepAlive with a payload).
+        let (mut sess, mut ctx) = new();
+        assert_eq!(
+            sess.frame_length(&mut ctx, &cmd(100, &[0; 4]), Role::Client),
+            FrameLen::NotAFrame
+        );
+    }
+
+    #[test]
+    fn resync_finds_a_frame_that_decodes() {
+        let (mut sess, mut ctx) = new();
+        // Garbage holding 00 00 00 01 (SetupAppend's code) with a length no SetupAppend has,
+        // then a real SetupAppend followed by a KeepAlive.
+        let mut buf = vec![0x55, 0, 0, 0, 1, 0, 0, 0, 3, 9, 9];
+        let at = buf.len();
+        buf.extend(setup_append(7));
+        buf.extend(cmd(100, &[]));
+        assert_eq!(sess.resync(&mut ctx, &buf, Role::Client), Some(at));
+        // A small candidate not all buffered yet: wait.
+        let cut = &buf[..at + 12];
+        assert_eq!(sess.resync(&mut ctx, cut, Role::Client), None);
+        // Half a header at the end: wait too.
+        assert_eq!(
+            sess.resync(&mut ctx, &[1, 2, 0, 0, 0, 1], Role::Client),
+            None
+        );
+    }
+
+    #[test]
+    fn setup_append_fields_spans_and_flow() {
+        let (mut sess, mut ctx) = new();
+        let rid = (5i64 << 32) | 7;
+        let data = setup_append(rid);
+        let f = sess.decode(&mut ctx, &data, Role::Client, true).remove(0);
+        let f = f.borrow();
+        assert_eq!(
+            (f.type_.as_ref(), f.kind, f.status),
+            ("SetupAppend", Kind::Request, Status::Ok)
+        );
+        assert_eq!(f.correlation_id, Some(rid));
+        assert_eq!(
+            f.fields.get("writer_id"),
+            Some(&Value::Str("6b448a4b-5e23-f695-780a-6d600040581e".into()))
+        );
+        assert_eq!(f.fields.get("segment"), Some(&Value::Str(SEG.into())));
+        // request_id at 8..16, writer 16..32, segment (u16 + 23 bytes) 32..57.
+        let spans: Vec<_> = f
+            .fields
+            .0
+            .iter()
+            .map(|x| (x.name.as_ref(), x.span))
+            .collect();
+        assert_eq!(spans[0], ("request_id", Some(Span::new(8, 16))));
+        assert_eq!(spans[2], ("segment", Some(Span::new(32, 57))));
+        let mut flow = Fields::new();
+        flow.set("flow_id", Value::Int(5));
+        flow.set("sequence", Value::Int(7));
+        assert_eq!(f.fields.get("flow"), Some(&Value::Map(flow)));
+        assert_eq!(f.summary, format!("writer 6b448a4b {SEG}"));
+    }
+
+    #[test]
+    fn cut_field_is_malformed_with_its_offset() {
+        let (mut sess, mut ctx) = new();
+        let mut data = setup_append(1);
+        // 59 bytes (8 header + 8 + 16 + 2 + 23 + 2); keep the header's length but drop the last
+        // 22: the segment string (its 23 bytes from byte 34) runs out with 37 - 34 = 3 left.
+        data.truncate(data.len() - 22);
+        let f = sess.decode(&mut ctx, &data, Role::Client, true).remove(0);
+        let f = f.borrow();
+        assert_eq!(f.status, Status::Malformed);
+        assert_eq!(
+            f.anomalies[0].detail,
+            "SetupAppend: segment at byte 34 needs 23 bytes, 3 left"
+        );
+        assert_eq!(f.anomalies[0].offset, Some(34));
+    }
+
+    #[test]
+    fn append_block_end_events_and_ack() {
+        let (mut sess, mut ctx) = new();
+        sess.decode(&mut ctx, &setup_append(1), Role::Client, true);
+        // AppendBlockEnd carrying two events in its data, numEvents 2, last event 11.
+        let mut events = rec(b"alpha");
+        events.extend(rec(b"be"));
+        let mut p = W.to_vec();
+        p.extend_from_slice(&0i32.to_be_bytes());
+        p.extend_from_slice(&(events.len() as i32).to_be_bytes());
+        p.extend(&events);
+        p.extend_from_slice(&2i32.to_be_bytes());
+        p.extend_from_slice(&11i64.to_be_bytes());
+        p.extend_from_slice(&3i64.to_be_bytes());
+        let end = sess
+            .decode(&mut ctx, &cmd(4, &p), Role::Client, true)
+            .remove(0);
+        {
+            let f = end.borrow();
+            assert_eq!(f.messages.len(), 2);
+            assert_eq!(f.messages[0].offset, Some(10));
+            assert_eq!(f.messages[1].value.as_deref(), Some(&b"be"[..]));
+            assert_eq!(f.messages[1].topic.as_deref(), Some(SEG));
+            assert_eq!(f.summary, "writer 6b448a4b events 10..11 (2 events, 23 B)");
+        }
+        // 13 + 10 bytes of records. DataAppended(writer, 11, previous 9, rid 3, offset 21) acknowledges it.
+        let mut p = W.to_vec();
+        for v in [11i64, 9, 3, 21] {
+            p.extend_from_slice(&v.to_be_bytes());
+        }
+        let ack = sess
+            .decode(&mut ctx, &cmd(7, &p), Role::Server, true)
+            .remove(0);
+        let rows = ctx.correlator.drain();
+        assert!(rows
+            .iter()
+            .any(|r| r.type_ == "AppendBlockEnd"
+                && r.status == crate::model::ExchangeStatus::Answered));
+        assert!(!end.borrow().awaiting);
+        assert_eq!(
+            ack.borrow().summary,
+            "writer 6b448a4b acked up to event 11 (previous 9), segment write offset 21"
+        );
+    }
+
+    #[test]
+    fn segment_read_joins_a_record_cut_across_reads() {
+        let (mut sess, mut ctx) = new();
+        let r = rec(b"0123456789");
+        let read = |off: i64, data: &[u8]| {
+            let mut p = s(SEG);
+            p.extend_from_slice(&off.to_be_bytes());
+            p.extend_from_slice(&[0, 0]);
+            p.extend_from_slice(&(data.len() as i32).to_be_bytes());
+            p.extend_from_slice(data);
+            p.extend_from_slice(&4i64.to_be_bytes());
+            cmd(10, &p)
+        };
+        let a = sess
+            .decode(&mut ctx, &read(100, &r[..6]), Role::Server, true)
+            .remove(0);
+        assert_eq!(a.borrow().messages.len(), 0);
+        assert_eq!(
+            a.borrow().fields.get("incomplete_tail_bytes"),
+            Some(&Value::Int(6))
+        );
+        let b = sess
+            .decode(&mut ctx, &read(106, &r[6..]), Role::Server, true)
+            .remove(0);
+        let b = b.borrow();
+        assert_eq!(b.messages.len(), 1);
+        assert_eq!(b.messages[0].value.as_deref(), Some(&b"0123456789"[..]));
+        let off = b.messages[0]
+            .detail
+            .as_ref()
+            .and_then(|d| d.get("segment_offset").cloned());
+        assert_eq!(off, Some(Value::Int(100)));
+        assert_eq!(
+            b.fields.get("joined_from_previous_read"),
+            Some(&Value::Int(6))
+        );
+    }
+
+    #[test]
+    fn hello_versions_and_protocol() {
+        let (mut sess, mut ctx) = new();
+        sess.decode(
+            &mut ctx,
+            &cmd(-127, &[0, 0, 0, 9, 0, 0, 0, 5]),
+            Role::Client,
+            true,
+        );
+        let f = sess
+            .decode(
+                &mut ctx,
+                &cmd(-127, &[0, 0, 0, 17, 0, 0, 0, 10]),
+                Role::Server,
+                true,
+            )
+            .remove(0);
+        let f = f.borrow();
+        assert_eq!(f.status, Status::UnsupportedVersion);
+        assert_eq!(
+            f.fields.get("versions"),
+            Some(&Value::Str("incompatible".into()))
+        );
+        assert_eq!(f.version, Some(17));
+        let p = super::super::Pravega;
+        assert_eq!(
+            (p.name(), p.ports(), p.max_frame()),
+            ("pravega", &[12345u16][..], 0xFF_FFFF + 8)
+        );
+    }
+}
