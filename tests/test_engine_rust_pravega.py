@@ -10,13 +10,15 @@ crafted frames of `test_pravega_crafted.py` are decoded by both engines.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests import variants as V
 from tests.conftest import CAPTURES
-from tests.replay_support import differences, record, replay
+from tests.replay_support import _Recorder, differences, record, replay
 
 pytest.importorskip("wiredump._engine")
 from wiredump import _engine  # noqa: E402
@@ -29,12 +31,61 @@ pytestmark = [
 ]
 
 
+FRAME_LENGTH_BYTES = 8 + 16 * 1024
+"""Bytes of the buffer a Pravega `frame_length` can read (a first frame up to RESYNC_WAIT_MAX is
+decoded whole; beyond, only its header): recorded so, the answers stay the same."""
+RESYNC_BYTES = 4 * 1024 * 1024
+"""Resync buffers beyond this are not recorded (their answers are still checked by the decode
+calls that follow)."""
+
+
+def record_framing(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, str, str, bytes, int | None]]:
+    """Has every recorded session also note its framing questions and its answers:
+    `(stream, op, role, bytes from pos, answer relative to pos)`."""
+    calls: list[tuple[int, str, str, bytes, int | None]] = []
+    frame_length, resync = _Recorder.frame_length, _Recorder.resync
+    sessions = itertools.count()
+
+    def key(self: _Recorder) -> int:
+        # One key per session (crafted tests make several sessions on stream 0).
+        return self.__dict__.setdefault("_framing_key", next(sessions))
+
+    def fl(self: _Recorder, buf: bytes | bytearray, pos: int, role: str) -> int:
+        answer = frame_length(self, buf, pos, role)
+        calls.append((key(self), "frame_length", role, bytes(buf[pos : pos + FRAME_LENGTH_BYTES]), answer))
+        return answer
+
+    def rs(self: _Recorder, buf: bytes | bytearray, pos: int, role: str) -> int | None:
+        answer = resync(self, buf, pos, role)
+        if len(buf) - pos <= RESYNC_BYTES:
+            at = None if answer is None else answer - pos
+            calls.append((key(self), "resync", role, bytes(buf[pos:]), at))
+        return answer
+
+    monkeypatch.setattr(_Recorder, "frame_length", fl)
+    monkeypatch.setattr(_Recorder, "resync", rs)
+    return calls
+
+
+def framing_differences(calls: list[tuple[int, str, str, bytes, int | None]]) -> list[str]:
+    """Each framing question whose Rust answer differs from the Python one."""
+    got = _engine.replay_framing("pravega", [c[:4] for c in calls])
+    return [
+        f"call {i}: session {c[0]} {c[1]} {c[2]} on {c[3][:16].hex()}… ({len(c[3])} B): Python {c[4]}, Rust {g}"
+        for i, (c, g) in enumerate(zip(calls, got, strict=True))
+        if c[4] != g
+    ][:20]
+
+
 def check(path: Path, monkeypatch: pytest.MonkeyPatch, **kw: object) -> int:
-    """Records the Python calls on `path`, replays them in Rust; returns the frames compared."""
+    """Records the Python calls on `path`, replays them in Rust (decodes and framing questions);
+    returns the frames compared."""
+    framing = record_framing(monkeypatch)
     rec = record(path, "pravega", monkeypatch, **kw)  # type: ignore[arg-type]
     got = replay(rec)
-    diffs = differences(rec, got)
+    diffs = differences(rec, got) + framing_differences(framing)
     assert diffs == [], "\n".join(diffs)
+    assert framing, "the Python framer asked nothing"
     return sum(len(fs) for fs in rec.frames)
 
 
@@ -82,12 +133,12 @@ def _crafted_tests() -> list[str]:
     return sorted(n for n in dir(crafted) if n.startswith("test_") and callable(getattr(crafted, n)))
 
 
-@pytest.mark.parametrize("test_name", _crafted_tests())
-def test_crafted(test_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Runs one crafted test (its own assertions on the Python decode hold), recording the
-    session calls its framer makes, then replays them into the Rust session."""
+def check_crafted(monkeypatch: pytest.MonkeyPatch, body: Callable[[], object]) -> None:
+    """Runs `body` (which feeds crafted bytes to the Python framer through
+    `test_pravega_crafted.run`), recording the session calls its framers make, then replays them
+    into the Rust session: decodes, exchanges and framing answers must be the same."""
     from tests import test_pravega_crafted as crafted
-    from tests.replay_support import Recording, _Recorder
+    from tests.replay_support import Recording
 
     recordings: list[Recording] = []
     original_new_session = crafted.SPEC.new_session
@@ -103,14 +154,74 @@ def test_crafted(test_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
             recordings[-1].exchanges.append(ex)  # type: ignore[arg-type]
         original_exchange(self, ex)  # type: ignore[arg-type]
 
+    framing = record_framing(monkeypatch)
     monkeypatch.setattr(crafted.SPEC, "new_session", new_session)
     monkeypatch.setattr(crafted.Out, "exchange", exchange)
-    getattr(crafted, test_name)()
+    body()
     monkeypatch.undo()
+    assert framing_differences(framing) == []
     if not any(rec.calls for rec in recordings):
-        pytest.skip("the crafted test makes no session calls")
+        pytest.skip("no session calls made")
     for rec in recordings:
         if not rec.calls:
             continue
         diffs = differences(rec, replay(rec))
         assert diffs == [], "\n".join(diffs)
+
+
+@pytest.mark.parametrize("test_name", _crafted_tests())
+def test_crafted(test_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs one crafted test (its own assertions on the Python decode hold) through both engines."""
+    from tests import test_pravega_crafted as crafted
+
+    check_crafted(monkeypatch, getattr(crafted, test_name))
+
+
+def _not_printable_edges() -> list[str]:
+    """Characters on both sides of every boundary of Python's `str.isprintable()`."""
+    edges: set[int] = set()
+    previous = True
+    for cp in range(0x110000):
+        printable = chr(cp).isprintable()
+        if printable != previous:
+            edges.update((cp - 1, cp))
+        previous = printable
+    return [chr(cp) for cp in sorted(edges) if cp >= 0 and not 0xD800 <= cp <= 0xDFFF]
+
+
+def test_table_keys_shown_as_text_exactly_when_python_would(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`key_text` follows `str.isprintable()`: keys made of the characters at every edge of the
+    printable ranges, in TableRead replies (≤ 1000 entries each, all kept in `fields`)."""
+    from tests import test_pravega_crafted as crafted
+
+    chars = _not_printable_edges()
+    assert len(chars) > 1000
+
+    def entry(key: bytes) -> bytes:
+        return (
+            crafted.i32(len(key) + 8)
+            + crafted.i32(len(key))
+            + key
+            + crafted.i64(3)
+            + crafted.i32(0)
+            + crafted.i32(0)
+        )
+
+    def body() -> None:
+        chunks = [crafted.c(crafted.HELLO_C), crafted.sv(crafted.HELLO_S)]
+        for rid, at in enumerate(range(0, len(chars), 900), 1):
+            keys = [("k" + ch).encode() for ch in chars[at : at + 900]]
+            payload = (
+                crafted.i64(rid)
+                + crafted.s(crafted.SEG)
+                + crafted.i32(len(keys))
+                + b"".join(map(entry, keys))
+            )
+            chunks.append(crafted.sv(crafted.cmd(79, payload)))
+        out = crafted.run(*chunks)
+        reads = out.of("TableRead")
+        assert len(reads) == len(range(0, len(chars), 900))
+        shown = sum("key_text" in e["key"] for f in reads for e in f.fields["entries"])
+        assert 0 < shown < len(chars)
+
+    check_crafted(monkeypatch, body)

@@ -319,6 +319,8 @@ impl StreamReader {
 mod kafka;
 pub(crate) mod model;
 mod replay;
+// The framing questions of a Python session asked of the Rust one (differential tests).
+mod framing_replay;
 
 /// The native engine's version.
 #[pyfunction]
@@ -332,5 +334,6 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<StreamReader>()?;
     kafka::register(m)?;
     replay::register(m)?;
+    framing_replay::register(m)?;
     Ok(())
 }

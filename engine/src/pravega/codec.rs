@@ -10,6 +10,7 @@
 use std::borrow::Cow;
 
 use super::commands::{attribute_update_type, Absent, FieldKind, F, LONG_MIN};
+use super::printable::is_printable;
 use crate::model::{Fields, Span, Value};
 
 /// List items kept in `fields` (all are read and checked; the total is recorded).
@@ -255,58 +256,7 @@ fn collect<'a>(
 /// The key as text when it is printable UTF-8 (table keys usually are: names, paths).
 fn printable(raw: &[u8]) -> Option<&str> {
     let s = std::str::from_utf8(raw).ok()?;
-    s.chars().all(py_printable).then_some(s)
-}
-
-/// Python's `str.isprintable()` for one character: not in the Unicode categories "Other"
-/// (Cc, Cf, Cs, Co, Cn) or "Separator" (Zl, Zp, Zs) except the ASCII space.
-fn py_printable(ch: char) -> bool {
-    if ch == ' ' {
-        return true;
-    }
-    if ch.is_control() {
-        return false;
-    }
-    let c = ch as u32;
-    // Separators (Zs/Zl/Zp) other than the space.
-    if matches!(
-        c,
-        0xA0 | 0x1680 | 0x2000..=0x200A | 0x2028 | 0x2029 | 0x202F | 0x205F | 0x3000
-    ) {
-        return false;
-    }
-    // Format characters (Cf), private use (Co), and non-characters / unassigned commonly met.
-    if matches!(
-        c,
-        0xAD | 0x600..=0x605
-            | 0x61C
-            | 0x6DD
-            | 0x70F
-            | 0x890..=0x891
-            | 0x8E2
-            | 0x180E
-            | 0x200B..=0x200F
-            | 0x202A..=0x202E
-            | 0x2060..=0x2064
-            | 0x2066..=0x206F
-            | 0xFEFF
-            | 0xFFF9..=0xFFFB
-            | 0x110BD
-            | 0x110CD
-            | 0x13430..=0x1343F
-            | 0x1BCA0..=0x1BCA3
-            | 0x1D173..=0x1D17A
-            | 0xE0001
-            | 0xE0020..=0xE007F
-            | 0xE000..=0xF8FF
-            | 0xF0000..=0xFFFFD
-            | 0x100000..=0x10FFFD
-            | 0xFFFE
-            | 0xFFFF
-    ) {
-        return false;
-    }
-    true
+    s.chars().all(is_printable).then_some(s)
 }
 
 fn span(start: usize, c: &Cursor<'_>) -> Option<Span> {

@@ -360,12 +360,15 @@ impl PravegaSession {
             }
             "ConditionalBlockEnd" => {
                 let mut f = fr.borrow_mut();
-                let data = match f.fields.get("data") {
-                    Some(Value::Bytes(b)) => b.clone(),
+                let data = match f.fields.get_mut("data") {
+                    Some(Value::Bytes(b)) => std::mem::take(b),
                     _ => Vec::new(),
                 };
                 let en = int(&f.fields, "event_number").unwrap_or(0);
                 self.on_append_data(ctx, &mut f, &data, en, None);
+                if let Some(Value::Bytes(b)) = f.fields.get_mut("data") {
+                    *b = data;
+                }
             }
             "SegmentRead" => self.on_segment_read(ctx, fr),
             _ => {}
@@ -559,10 +562,18 @@ impl PravegaSession {
 
     fn on_segment_read(&mut self, ctx: &mut ConnCtx, fr: &FrameRef) {
         let mut f = fr.borrow_mut();
-        let data = match f.fields.get("data") {
-            Some(Value::Bytes(b)) => b.clone(),
+        // The data is lent out of `fields` (no copy of a multi-MB read) and put back after.
+        let data = match f.fields.get_mut("data") {
+            Some(Value::Bytes(b)) => std::mem::take(b),
             _ => Vec::new(),
         };
+        self.read_events(ctx, &mut f, &data);
+        if let Some(Value::Bytes(b)) = f.fields.get_mut("data") {
+            *b = data;
+        }
+    }
+
+    fn read_events(&mut self, ctx: &mut ConnCtx, f: &mut Frame, data: &[u8]) {
         let segment = text(&f.fields, "segment").unwrap_or_default();
         let offset = int(&f.fields, "offset").unwrap_or(0);
         f.fields.set("data_length", Value::Int(data.len() as i64));
@@ -574,7 +585,7 @@ impl PravegaSession {
         let split = self.reads.split(
             &segment,
             offset,
-            &data,
+            data,
             usize::try_from(max).unwrap_or(usize::MAX),
         );
         if !split.recs.is_events {
@@ -584,7 +595,7 @@ impl PravegaSession {
         }
         f.fields.set("data_kind", Value::Str("events".into()));
         f.fields.set("events", Value::Int(split.recs.count as i64));
-        self.over(&mut f, &split.recs, max);
+        self.over(f, &split.recs, max);
         if split.joined > 0 {
             f.fields
                 .set("joined_from_previous_read", Value::Int(split.joined as i64));
@@ -594,7 +605,8 @@ impl PravegaSession {
             f.fields
                 .set("incomplete_tail_bytes", Value::Int(cut as i64));
         }
-        let buf: &[u8] = split.buf.as_deref().unwrap_or(&data);
+        let buf: &[u8] = split.buf.as_deref().unwrap_or(data);
+        f.messages.reserve(split.recs.events.len());
         for (pos, range) in &split.recs.events {
             let payload = buf[range.clone()].to_vec();
             let mut detail = Fields::new();
