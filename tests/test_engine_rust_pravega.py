@@ -225,3 +225,62 @@ def test_table_keys_shown_as_text_exactly_when_python_would(monkeypatch: pytest.
         assert 0 < shown < len(chars)
 
     check_crafted(monkeypatch, body)
+
+
+def _capture_frames(name: str, limit: int = 400) -> list[tuple[str, bytes]]:
+    """The first whole frames of a capture, by role, as the Python framer cut them."""
+    mp = pytest.MonkeyPatch()
+    try:
+        rec = record(FOLDER / f"{name}.pcap", "pravega", mp)
+    finally:
+        mp.undo()
+    out = [(c[2], c[3]) for c in rec.calls if c[1] == "decode" and c[4] and len(c[3]) <= 4096]
+    return out[:limit]
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_mutated_frames(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hostile bytes: real frames with bytes flipped, lengths and counts bent, pieces cut or
+    repeated, sent as odd-sized chunks. Both engines must still agree on every frame, anomaly
+    text and offset, pairing, and framing answer (resync included)."""
+    import random
+
+    from tests import test_pravega_crafted as crafted
+
+    rng = random.Random(seed)
+    frames = [f for name in NAMES[:3] for f in _capture_frames(name)]
+    assert frames
+
+    def mutate(data: bytes) -> bytes:
+        b = bytearray(data)
+        for _ in range(rng.randint(1, 4)):
+            op = rng.randrange(6)
+            at = rng.randrange(len(b)) if b else 0
+            if op == 0 and b:  # flip a byte
+                b[at] ^= 1 << rng.randrange(8)
+            elif op == 1 and len(b) >= 8:  # bend the header's length
+                b[4:8] = (
+                    int.from_bytes(b[4:8], "big", signed=True) + rng.choice((-9, -1, 1, 7, 300))
+                ).to_bytes(4, "big", signed=True)
+            elif op == 2 and len(b) > 12:  # a count or length field made huge or negative
+                at = rng.randrange(8, len(b) - 4)
+                b[at : at + 4] = rng.choice((b"\x7f\xff\xff\xff", b"\xff\xff\xff\xfe", b"\x00\x00\x10\x00"))
+            elif op == 3:  # cut
+                del b[at:]
+            elif op == 4:  # repeat a piece
+                b[at:at] = b[at : at + rng.randint(1, 24)]
+            else:  # garbage in front
+                b[0:0] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 12)))
+        return bytes(b)
+
+    def body() -> None:
+        chunks: list[tuple[str, bytes]] = [crafted.c(crafted.HELLO_C), crafted.sv(crafted.HELLO_S)]
+        for role, data in rng.sample(frames, min(60, len(frames))):
+            wire = mutate(data) if rng.random() < 0.5 else data
+            while wire:
+                n = rng.choice((1, 3, 8, 40, 500, 5000))
+                chunks.append((role, wire[:n]))
+                wire = wire[n:]
+        crafted.run(*chunks)
+
+    check_crafted(monkeypatch, body)
