@@ -11,7 +11,7 @@ use std::borrow::Cow;
 
 use super::commands::{attribute_update_type, Absent, FieldKind, F, LONG_MIN};
 use super::printable::is_printable;
-use crate::model::{Fields, Span, Value};
+use crate::model::{Field, Fields, Span, Value};
 
 /// List items kept in `fields` (all are read and checked; the total is recorded).
 pub const MAX_LIST_ITEMS: usize = 1000;
@@ -504,7 +504,11 @@ pub fn decode_fields(
                 Absent::EmptyList => Value::List(Vec::new()),
                 Absent::Required => Value::Null,
             };
-            out.set(f.name, v);
+            out.0.push(Field {
+                name: Cow::Borrowed(f.name),
+                value: v,
+                span: None,
+            });
             absent.push(f.name);
             continue;
         }
@@ -515,7 +519,13 @@ pub fn decode_fields(
                 out.set(format!("{}_total", f.name), Value::Int(total as i64));
             }
         }
-        out.set_span(f.name, value, Some(Span::new(start, c.pos)));
+        // A row's field names are unique (checked by a test) and `out` starts empty: no
+        // search for an existing name is needed.
+        out.0.push(Field {
+            name: Cow::Borrowed(f.name),
+            value,
+            span: Some(Span::new(start, c.pos)),
+        });
     }
     Ok(absent)
 }

@@ -665,6 +665,21 @@ mod tests {
     }
 
     #[test]
+    fn field_names_are_unique_within_a_row() {
+        // The walker appends fields without looking for an earlier one of the same name.
+        for cmd in COMMANDS {
+            for (i, f) in cmd.fields.iter().enumerate() {
+                assert!(
+                    !cmd.fields[..i].iter().any(|g| g.name == f.name),
+                    "{}",
+                    cmd.name
+                );
+                assert!(!f.name.ends_with("_total"), "{}", cmd.name);
+            }
+        }
+    }
+
+    #[test]
     fn sizes_and_lookup() {
         let hello = command(-127).unwrap();
         assert_eq!((hello.min_payload(), hello.max_payload()), (8, Some(8)));

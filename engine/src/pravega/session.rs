@@ -197,6 +197,7 @@ impl PravegaSession {
         f.kind = kind_of(cmd, role);
         let end = data.len().min(HEADER_SIZE + length.max(0) as usize);
         let mut c = Cursor::new(data, HEADER_SIZE, end);
+        f.fields.0.reserve(cmd.fields.len() + 8);
         let mut absent: Vec<&'static str> = Vec::new();
         let mut decoded = false;
         match decode_fields(&mut c, cmd.fields, &mut f.fields) {
@@ -514,6 +515,7 @@ impl PravegaSession {
         self.over(f, &recs, max);
         let writer = text(&f.fields, "writer_id").unwrap_or_default();
         let count = recs.count;
+        f.messages.reserve(recs.events.len());
         self.produce(
             f,
             &writer,
@@ -1039,6 +1041,69 @@ mod tests {
         assert_eq!(
             (p.name(), p.ports(), p.max_frame()),
             ("pravega", &[12345u16][..], 0xFF_FFFF + 8)
+        );
+    }
+}
+
+#[cfg(test)]
+mod speed {
+    //! `cargo test --release -q pravega::session::speed -- --ignored --nocapture`: decode speed
+    //! on a synthetic append workload (the figures go in the report, not in an assertion).
+
+    use super::*;
+
+    #[test]
+    #[ignore]
+    fn appends_and_acks() {
+        let w = [7u8; 16];
+        let mut setup = 1i64.to_be_bytes().to_vec();
+        setup.extend_from_slice(&w);
+        setup.extend_from_slice(&[0, 3, b's', b'/', b'x', 0, 0]);
+        let frame = |code: i32, p: &[u8]| {
+            let mut v = code.to_be_bytes().to_vec();
+            v.extend_from_slice(&(p.len() as i32).to_be_bytes());
+            v.extend_from_slice(p);
+            v
+        };
+        let mut events = Vec::new();
+        for _ in 0..10 {
+            events.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 100]);
+            events.extend_from_slice(&[b'e'; 100]);
+        }
+        let n = 100_000i64;
+        let mut ctx = ConnCtx::standalone(PROTOCOL, 1);
+        let mut sess = PravegaSession::new(&ctx);
+        sess.decode(&mut ctx, &frame(1, &setup), Role::Client, true);
+        let t = std::time::Instant::now();
+        let mut bytes = 0usize;
+        for i in 0..n {
+            let mut p = w.to_vec();
+            p.extend_from_slice(&0i32.to_be_bytes());
+            p.extend_from_slice(&(events.len() as i32).to_be_bytes());
+            p.extend_from_slice(&events);
+            p.extend_from_slice(&10i32.to_be_bytes());
+            p.extend_from_slice(&(i * 10 + 9).to_be_bytes());
+            p.extend_from_slice(&(i + 2).to_be_bytes());
+            let end = frame(4, &p);
+            let mut a = w.to_vec();
+            for v in [i * 10 + 9, i * 10 - 1, i + 2, i * 1080] {
+                a.extend_from_slice(&v.to_be_bytes());
+            }
+            let ack = frame(7, &a);
+            bytes += end.len() + ack.len();
+            sess.decode(&mut ctx, &end, Role::Client, true);
+            sess.decode(&mut ctx, &ack, Role::Server, true);
+            ctx.correlator.drain();
+        }
+        let s = t.elapsed().as_secs_f64();
+        eprintln!(
+            "{} frames, {:.1} MB in {:.3} s: {:.0} frames/s, {:.0} MB/s, {:.0} events/s",
+            2 * n,
+            bytes as f64 / 1e6,
+            s,
+            2.0 * n as f64 / s,
+            bytes as f64 / 1e6 / s,
+            10.0 * n as f64 / s
         );
     }
 }
