@@ -35,6 +35,7 @@ pub mod arrow_out;
 
 // The protocols, one module each (named nowhere else but the registry).
 pub mod kafka;
+pub mod pravega;
 #[cfg(feature = "python")]
 mod python;
 

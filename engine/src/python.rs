@@ -323,6 +323,8 @@ mod from_py;
 mod kafka;
 pub(crate) mod model;
 mod replay;
+// The framing questions of a Python session asked of the Rust one (differential tests).
+mod framing_replay;
 
 /// The native engine's version.
 #[pyfunction]
@@ -338,5 +340,6 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     replay::register(m)?;
     dissector::register(m)?;
     arrow::register(m)?;
+    framing_replay::register(m)?;
     Ok(())
 }

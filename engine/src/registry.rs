@@ -5,10 +5,12 @@
 use crate::protocol::Protocol;
 
 /// Every protocol, in registry order (as Python's `PROTOCOL_MODULES`).
+#[allow(clippy::vec_init_then_push)] // one push per protocol, one line each
 pub fn protocols() -> Vec<Box<dyn Protocol>> {
     #[allow(unused_mut)]
     let mut all: Vec<Box<dyn Protocol>> = Vec::new();
     // One line per protocol, in Python's order: kafka, pulsar, pravega, tank.
+    all.push(Box::new(crate::pravega::Pravega));
     all
 }
 
