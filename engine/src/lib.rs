@@ -24,6 +24,7 @@ pub mod protocol;
 pub mod kafka;
 #[cfg(feature = "python")]
 mod python;
+pub mod tank;
 
 /// The engine's version, as built (also reported by `wiredump --version`).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
