@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import csv
 import inspect
+import random
+import struct
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -64,12 +67,17 @@ def test_capture(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
             "client" if r["dir"] == "c>s" else "server",
             int(r["first_frame"]),
             int(r["last_frame"]),
-        ): (r["msg_name"], int(r["request_id"]) if r["request_id"] else None, int(r["peer_frame"]) if r["peer_frame"] else None)
+        ): (
+            r["msg_name"],
+            int(r["request_id"]) if r["request_id"] else None,
+            int(r["peer_frame"]) if r["peer_frame"] else None,
+        )
         for r in rows
     }
     frames = [f for call in got.frames for f in call]
     mine = {
-        (f.stream, f.role, f.first_packet, f.packet): (f.type, f.correlation_id, f.peer_packet) for f in frames
+        (f.stream, f.role, f.first_packet, f.packet): (f.type, f.correlation_id, f.peer_packet)
+        for f in frames
     }
     assert mine == want
     assert all(f.status == "ok" for f in frames)
@@ -116,31 +124,133 @@ CRAFTED = [
 ]
 
 
+def record_steps(steps, limits: Limits | None = None) -> tuple[R.Recording, crafted.Out]:  # type: ignore[no-untyped-def]
+    """Feeds `(role, bytes[, ts_us])` steps as packets 1, 2, 3… of one connection through the
+    Python framer (as `test_tank_crafted.run` does), recording the session's calls."""
+    rec = R.Recording("tank", (False, True, False))
+    out = crafted.Out()
+    ctx = ConnContext(
+        "crafted", 0, "10.0.0.1", 40000, "10.0.0.2", 11011, Correlator(0, "tank"), limits or Limits()
+    )
+    session = R._Recorder(SPEC.new_session(ctx), rec)
+    framer = ConnectionFramer(SPEC, session, ctx, out)
+    for i, step in enumerate(steps, 1):
+        ts = step[2] if len(step) > 2 else crafted.TS0 + i * 1000
+        framer.feed(step[0], step[1], i, ts)
+    framer.finish()
+    rec.exchanges = list(out.exchanges)
+    return rec, out
+
+
+def assert_same(rec: R.Recording, what: str = "") -> None:
+    diffs = R.differences(rec, R.replay(rec))
+    assert diffs == [], what + "\n".join(diffs)
+
+
 @pytest.mark.parametrize("test", CRAFTED, ids=[f.__name__ for f in CRAFTED])
-def test_crafted(test, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_crafted(test, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     """Runs the crafted test with its `run` recording the Python session's calls; each run is
     replayed in Rust (runs with non-default limits are left to the Rust unit tests: the replay
     uses the default limits)."""
-    replayed: list[int] = []
 
     def run(steps, limits: Limits | None = None) -> crafted.Out:  # type: ignore[no-untyped-def]
-        rec = R.Recording("tank", (False, True, False))
-        out = crafted.Out()
-        ctx = ConnContext(
-            "crafted", 0, "10.0.0.1", 40000, "10.0.0.2", 11011, Correlator(0, "tank"), limits or Limits()
-        )
-        session = R._Recorder(SPEC.new_session(ctx), rec)
-        framer = ConnectionFramer(SPEC, session, ctx, out)
-        for i, step in enumerate(steps, 1):
-            ts = step[2] if len(step) > 2 else crafted.TS0 + i * 1000
-            framer.feed(step[0], step[1], i, ts)
-        framer.finish()
-        rec.exchanges = list(out.exchanges)
+        rec, out = record_steps(steps, limits)
         if limits is None:
-            diffs = R.differences(rec, R.replay(rec))
-            assert diffs == [], "\n".join(diffs)
-            replayed.append(len(rec.calls))
+            assert_same(rec)
         return out
 
     monkeypatch.setattr(crafted, "run", run)
     test()
+
+
+# -- hostile bytes: real frames damaged ----------------------------------------------------------
+
+
+@cache
+def captured_frames() -> dict[str, list[list[tuple[str, bytes]]]]:
+    """Per capture, per connection: the (role, bytes) of every whole frame the Python framer
+    decoded, in order."""
+    out: dict[str, list[list[tuple[str, bytes]]]] = {}
+    with pytest.MonkeyPatch.context() as mp:
+        for name in NAMES:
+            rec = R.record(path_of(name), "tank", mp)
+            conns: dict[int, list[tuple[str, bytes]]] = {}
+            for call in rec.calls:
+                if call[1] == "decode" and call[4]:
+                    conns.setdefault(call[0], []).append((call[2], call[3]))
+            out[name] = list(conns.values())
+    return out
+
+
+def damaged(rng: random.Random, data: bytes) -> bytes:
+    """`data` with one kind of damage: bytes flipped (mostly in the payload, where framing stays),
+    a payload cut short or grown (the header still declaring the old size), or the size changed."""
+    b = bytearray(data)
+    how = rng.randrange(5)
+    if how <= 1 and len(b) > 5:
+        for _ in range(rng.randint(1, 4)):
+            b[rng.randrange(5, len(b))] = rng.randrange(256)
+    elif how == 2 and len(b) > 6:
+        cut = rng.randrange(5, len(b))
+        b = b[:cut] + bytes(len(b) - cut)  # zeros where the tail was: lengths and counts of 0
+    elif how == 3:
+        b[rng.randrange(min(len(b), 12))] = rng.randrange(256)
+    else:
+        b += bytes(rng.randrange(256) for _ in range(rng.randint(1, 9)))
+        b[1:5] = struct.pack("<I", len(b) - 5)
+    return bytes(b)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_damaged_frames(name: str) -> None:
+    """Every connection of the capture replayed with a third of its frames damaged (five seeds):
+    the Python framer frames and decodes them (resync included), the Rust session must decode
+    the same calls identically."""
+    for seed in range(5):
+        rng = random.Random(f"{name}-{seed}")
+        for conn in captured_frames()[name]:
+            steps = [(role, damaged(rng, data) if rng.random() < 0.33 else data) for role, data in conn]
+            rec, _ = record_steps(steps)
+            assert_same(rec, f"seed {seed}: ")
+
+
+def framing_inputs() -> list[bytes]:
+    rng = random.Random(1015)
+    frames = [d for conns in captured_frames().values() for conn in conns for _, d in conn]
+    bufs: list[bytes] = []
+    for d in frames:
+        bufs += [d, d[:5], d[:4], rng.randbytes(rng.randrange(1, 9)) + d[:40], damaged(rng, d)[:64]]
+    bufs += [rng.randbytes(rng.randrange(0, 64)) for _ in range(2000)]
+    # Headers of every id and role with small and large sizes, and a payload's first bytes.
+    for msg_id in range(0, 16):
+        for size in (
+            0,
+            3,
+            4,
+            9,
+            13,
+            20,
+            1 << 16,
+            (1 << 16) + 1,
+            1 << 20,
+            (1 << 20) + 1,
+            1 << 28,
+            (1 << 28) + 1,
+        ):
+            bufs.append(bytes([msg_id]) + struct.pack("<I", size) + rng.randbytes(rng.randrange(0, 12)))
+    return bufs
+
+
+def test_framing_answers_match() -> None:
+    """frame_length (before and after a side is synced), resync and sniff give the Python answers
+    on real frame heads, damaged ones, junk before a frame, random bytes and every id's header."""
+    from wiredump.dissect.protocols.tank.session import TankSession
+
+    for buf in framing_inputs():
+        for role in ("client", "server"):
+            py = TankSession(None)  # type: ignore[arg-type]
+            assert _engine.tank_frame_length(buf, role, False) == py.frame_length(buf, 0, role), (buf, role)
+            py._synced.add(role)
+            assert _engine.tank_frame_length(buf, role, True) == py.frame_length(buf, 0, role), (buf, role)
+            assert _engine.tank_resync(buf, role) == TankSession(None).resync(buf, 0, role), (buf, role)  # type: ignore[arg-type]
+            assert _engine.tank_sniff(buf, role) == SPEC.sniff(buf, role), (buf, role)

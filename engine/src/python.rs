@@ -319,6 +319,7 @@ impl StreamReader {
 mod kafka;
 pub(crate) mod model;
 mod replay;
+mod tank;
 
 /// The native engine's version.
 #[pyfunction]
@@ -332,5 +333,6 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<StreamReader>()?;
     kafka::register(m)?;
     replay::register(m)?;
+    tank::register(m)?;
     Ok(())
 }

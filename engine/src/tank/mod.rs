@@ -72,3 +72,6 @@ impl Protocol for Tank {
         Box::new(TankSession::new())
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -93,6 +93,13 @@ impl TankSession {
     pub fn new() -> TankSession {
         TankSession::default()
     }
+
+    /// A session that already framed a frame of `role` (tests: the framing after the first frame).
+    pub fn synced(role: Role) -> TankSession {
+        let mut s = TankSession::default();
+        s.synced[side(role)] = true;
+        s
+    }
 }
 
 /// Python's `limits.over_messages`: the `message_limit` anomaly when messages were left out.
