@@ -5,6 +5,8 @@
 use crate::protocol::Protocol;
 
 /// Every protocol, in registry order (as Python's `PROTOCOL_MODULES`).
+// One push per protocol keeps each registration one line (clippy would have one `vec![]`).
+#[allow(clippy::vec_init_then_push)]
 pub fn protocols() -> Vec<Box<dyn Protocol>> {
     #[allow(unused_mut)]
     let mut all: Vec<Box<dyn Protocol>> = Vec::new();
