@@ -254,3 +254,27 @@ def test_framing_answers_match() -> None:
             assert _engine.tank_frame_length(buf, role, True) == py.frame_length(buf, 0, role), (buf, role)
             assert _engine.tank_resync(buf, role) == TankSession(None).resync(buf, 0, role), (buf, role)  # type: ignore[arg-type]
             assert _engine.tank_sniff(buf, role) == SPEC.sniff(buf, role), (buf, role)
+
+
+def test_sequence_numbers_wrap_and_int64_overflow_is_left_out() -> None:
+    """TANK's seqnums are uint64_t: a sparse bundle starting near 2**64 numbers on modulo 2**64 (as
+    the broker's own arithmetic does); offsets and timestamps at or above 2**63 do not fit the int64
+    columns and are None in the model (the tables would null them). Both engines, same values."""
+    top = 1 << 64
+    msgs = [crafted.M(b"a", seq=top - 3, ts=top - 1), crafted.M(b"b", seq=top - 2, ts=1 << 63)]
+    msgs.append(crafted.M(b"c", seq=top + 5, ts=(1 << 63) - 1))
+    req = crafted.produce_req(
+        2, [("t", [(0, crafted.bundle(msgs, sparse=True))])], with_seqnum={("t", 0): top - 3}
+    )
+    rec, out = record_steps([(crafted.C, req)])
+    assert_same(rec)
+    (f,) = out.frames
+    assert [(m.offset, m.timestamp_ms) for m in f.messages] == [
+        (None, None),
+        (None, None),
+        (5, (1 << 63) - 1),
+    ]
+    b = f.fields["topics"][0]["partitions"][0]["bundle"]
+    assert (b["first_seqnum"], b["last_seqnum"]) == (top - 3, 5)
+    assert [m["seqnum"] for m in b["messages"]] == [top - 3, top - 2, 5]
+    assert f.summary == f"req 2 t/0 3 msgs seq {top - 3}..5"

@@ -7,8 +7,8 @@
 //! Consume partition entry's base, or the ProduceWithSeqnum base) and numbering runs on across
 //! the bundles of a chunk. Everything is bounds-checked; problems are collected as
 //! [`Problem`]s the caller turns into anomalies, so one bad bundle never costs the rest of a
-//! frame. Sequence numbers are kept as `u128`: TANK's are u64 and the reference (Python ints)
-//! numbers on past 2^64 without wrapping when a hostile sparse header starts near the top.
+//! frame. Sequence numbers are TANK's `uint64_t`: arithmetic on them wraps at 2^64, as in the
+//! broker, the client and the reference.
 
 use std::borrow::Cow;
 
@@ -24,15 +24,15 @@ pub fn malformed(detail: String, offset: Option<usize>) -> Problem {
     (Cow::Borrowed("malformed"), detail, offset.map(|o| o as u64))
 }
 
-/// A sequence number as a field value (exact up to u64::MAX, where TANK's numbers end).
-pub fn seq_value(v: u128) -> Value {
-    Value::UInt(u64::try_from(v).unwrap_or(u64::MAX))
+/// A sequence number as a field value.
+pub fn seq_value(v: u64) -> Value {
+    Value::UInt(v)
 }
 
 /// One message of a bundle's message set; spans are frame offsets (None inside a compressed set).
 #[derive(Clone, Debug)]
 pub struct BundleMessage {
-    pub seq: Option<u128>,
+    pub seq: Option<u64>,
     pub flags: u8,
     pub timestamp_ms: Option<u64>,
     pub key: Option<Vec<u8>>,
@@ -48,15 +48,15 @@ pub struct Bundle {
     pub fields: Fields,
     pub messages: Vec<BundleMessage>,
     /// Sequence number of the message that would follow this bundle.
-    pub next_seq: Option<u128>,
+    pub next_seq: Option<u64>,
     pub codec: Cow<'static, str>,
     pub problems: Vec<Problem>,
     /// Messages read from the set; more than `messages` holds once the frame's cap
     /// (`Limits::max_messages`) was reached: those were checked and counted, not kept.
     pub parsed: u64,
     /// Sequence numbers of the first and last message read (kept or not).
-    pub first_seq: Option<u128>,
-    pub last_seq: Option<u128>,
+    pub first_seq: Option<u64>,
+    pub last_seq: Option<u64>,
 }
 
 fn span(start: usize, end: usize) -> Option<Span> {
@@ -70,7 +70,7 @@ pub fn decode_bundle(
     buf: &[u8],
     start: usize,
     end: usize,
-    first_seq: Option<u128>,
+    first_seq: Option<u64>,
     limits: &mut Limits,
     keep: u64,
 ) -> Bundle {
@@ -155,8 +155,8 @@ pub fn decode_bundle(
 fn read_header(
     c: &mut Cursor<'_>,
     b: &mut Bundle,
-    first_seq: Option<u128>,
-) -> Result<(u8, u64, bool, Option<u128>, Option<u128>), Short> {
+    first_seq: Option<u64>,
+) -> Result<(u8, u64, bool, Option<u64>, Option<u64>), Short> {
     let at = c.pos;
     let flags = c.u8("bundle flags")?;
     let codec = flags & C::CODEC_MASK;
@@ -203,11 +203,12 @@ fn read_header(
     let mut last = None;
     if sparse {
         let p = c.pos;
-        let s = u128::from(c.u64le("sparse bundle first seqnum")?);
+        let s = c.u64le("sparse bundle first seqnum")?;
         let first_span = c.span(p);
         let p = c.pos;
         let l = if count != 1 {
-            s + u128::from(c.uvarint("sparse bundle last seqnum delta", 5)?) + 1
+            s.wrapping_add(c.uvarint("sparse bundle last seqnum delta", 5)?)
+                .wrapping_add(1)
         } else {
             s
         };
@@ -221,17 +222,17 @@ fn read_header(
 }
 
 fn next_after(
-    first_seq: Option<u128>,
-    last_seq: Option<u128>,
+    first_seq: Option<u64>,
+    last_seq: Option<u64>,
     count: u64,
     sparse: bool,
-) -> Option<u128> {
+) -> Option<u64> {
     if sparse {
         if let Some(l) = last_seq {
-            return Some(l.saturating_add(1));
+            return Some(l.wrapping_add(1));
         }
     }
-    first_seq.map(|f| f.saturating_add(u128::from(count)))
+    first_seq.map(|f| f.wrapping_add(count))
 }
 
 /// TANK's varint (unsigned LEB128, at most 5 bytes) at `p`: (value, next).
@@ -271,8 +272,8 @@ fn decode_message_set(
     end: usize,
     count: u64,
     sparse: bool,
-    first_seq: Option<u128>,
-    last_seq: Option<u128>,
+    first_seq: Option<u64>,
+    last_seq: Option<u64>,
     compressed_at: Option<usize>,
     keep: u64,
 ) {
@@ -285,7 +286,7 @@ fn decode_message_set(
     let mut idx: u64 = 0;
     let mut p = pos;
     let mut at = pos;
-    let mut first_read: Option<u128> = None;
+    let mut first_read: Option<u64> = None;
     let result: Result<(), Short> = (|| {
         while p < end {
             at = p;
@@ -297,14 +298,14 @@ fn decode_message_set(
                 } else if idx == count.wrapping_sub(1) {
                     seq = last_seq;
                 } else if flags & C::MSG_SEQ_PREV_PLUS_ONE != 0 {
-                    seq = seq.map(|s| s.saturating_add(1));
+                    seq = seq.map(|s| s.wrapping_add(1));
                 } else {
                     let (delta, np) = varint(data, p, end, "message seqnum delta")?;
                     p = np;
-                    seq = seq.map(|s| s.saturating_add(1 + u128::from(delta)));
+                    seq = seq.map(|s| s.wrapping_add(1).wrapping_add(delta));
                 }
             } else if idx != 0 {
-                seq = seq.map(|s| s.saturating_add(1));
+                seq = seq.map(|s| s.wrapping_add(1));
             }
             if flags & C::MSG_USE_LAST_TS == 0 {
                 if p + 8 > end {
@@ -392,7 +393,7 @@ pub struct Chunk {
     pub bundles: Vec<Bundle>,
     /// The cut-off last bundle (normal: the fetch size is in bytes), if any.
     pub partial: Option<Fields>,
-    pub next_seq: Option<u128>,
+    pub next_seq: Option<u64>,
 }
 
 /// Decodes the chunk in `buf[start..end]`, whose last bundle may be cut short; at most `keep`
@@ -401,7 +402,7 @@ pub fn decode_chunk(
     buf: &[u8],
     start: usize,
     end: usize,
-    base_seq: Option<u128>,
+    base_seq: Option<u64>,
     limits: &mut Limits,
     keep: u64,
 ) -> Chunk {

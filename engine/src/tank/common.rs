@@ -9,7 +9,7 @@ use super::bundles::{seq_value, Bundle, Problem};
 use super::cursor::{Cursor, Short};
 use crate::codecs::Limits;
 use crate::correlation::{Correlator, Key};
-use crate::model::{Direction, Fields, Frame, FrameRef, Message, Span, Status, Value};
+use crate::model::{Direction, Field, Fields, Frame, FrameRef, Message, Span, Status, Value};
 
 /// How many (topic, partition) items a summary line names before "+N more".
 pub const SUMMARY_ITEMS: usize = 4;
@@ -161,10 +161,10 @@ pub fn endpoint(
     Ok((Value::Map(m), c.span(start)))
 }
 
-/// A sequence number as a message offset (TANK's u64 numbers above i64::MAX wrap, as the
-/// int64 offset column holds them).
-fn offset_of(seq: u128) -> i64 {
-    seq as u64 as i64
+/// A u64 from the wire as an int64 column value: at or above 2^63 (only hostile bytes carry
+/// one) it is left out, as the tables would null it (the reference does the same).
+fn int64(v: u64) -> Option<i64> {
+    i64::try_from(v).ok()
 }
 
 /// Turns a decoded bundle's messages into `Message` rows of the frame.
@@ -185,14 +185,14 @@ pub fn bundle_messages(
     };
     f.messages.reserve(bundle.messages.len());
     for m in bundle.messages.drain(..) {
-        let mut detail = Fields::new();
-        detail.set("bundle", Value::Int(index as i64));
-        detail.set("flags", Value::Int(i64::from(m.flags)));
+        let mut detail = Fields(Vec::with_capacity(3));
+        put(&mut detail, "bundle", Value::Int(index as i64), None);
+        put(&mut detail, "flags", Value::Int(i64::from(m.flags)), None);
         if direction == Direction::Deliver {
             if let (Some(min), Some(seq)) = (min_seq, m.seq) {
-                if seq < u128::from(min) {
+                if seq < min {
                     // TANK's client drops these: the bundle started before the requested seq.
-                    detail.set("before_requested", Value::Bool(true));
+                    put(&mut detail, "before_requested", Value::Bool(true), None);
                 }
             }
         }
@@ -201,15 +201,25 @@ pub fn bundle_messages(
             value_size: m.value.len() as i64,
             topic: Some(topic.to_string()),
             partition: Some(i32::from(partition)),
-            offset: m.seq.map(offset_of),
+            offset: m.seq.and_then(int64),
             key: m.key,
             value: Some(m.value),
-            timestamp_ms: m.timestamp_ms.map(|t| t as i64),
+            timestamp_ms: m.timestamp_ms.and_then(int64),
             compression: compression.clone(),
             detail: Some(detail),
             ..Message::default()
         });
     }
+}
+
+/// Appends a field to a map being built whose names are known to be distinct (the per-message
+/// maps: [`Fields::set`] would search the map for the name on every message).
+pub fn put(m: &mut Fields, name: &'static str, value: Value, span: Option<Span>) {
+    m.0.push(Field {
+        name: Cow::Borrowed(name),
+        value,
+        span,
+    });
 }
 
 /// The bundle's header fields plus one entry per message (values stay in the messages). Takes
@@ -220,20 +230,20 @@ pub fn bundle_fields(bundle: &mut Bundle) -> Value {
         .messages
         .iter()
         .map(|m| {
-            let mut e = Fields::new();
-            e.set("seqnum", m.seq.map_or(Value::Null, seq_value));
-            e.set_span("flags", Value::Int(i64::from(m.flags)), m.flags_span);
-            e.set_span(
-                "timestamp_ms",
-                m.timestamp_ms.map_or(Value::Null, Value::UInt),
-                m.ts_span,
+            let mut e = Fields(Vec::with_capacity(5));
+            put(&mut e, "seqnum", m.seq.map_or(Value::Null, seq_value), None);
+            put(
+                &mut e,
+                "flags",
+                Value::Int(i64::from(m.flags)),
+                m.flags_span,
             );
-            e.set_span(
-                "key",
-                m.key.clone().map_or(Value::Null, Value::Bytes),
-                m.key_span,
-            );
-            e.set_span("value_size", Value::Int(m.value.len() as i64), m.value_span);
+            let ts = m.timestamp_ms.map_or(Value::Null, Value::UInt);
+            put(&mut e, "timestamp_ms", ts, m.ts_span);
+            let key = m.key.clone().map_or(Value::Null, Value::Bytes);
+            put(&mut e, "key", key, m.key_span);
+            let size = Value::Int(m.value.len() as i64);
+            put(&mut e, "value_size", size, m.value_span);
             Value::Map(e)
         })
         .collect();

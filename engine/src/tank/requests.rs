@@ -179,7 +179,7 @@ fn produce_topics(
                 let p = c.pos;
                 let s = c.u64le("first message seqnum")?;
                 entry.set_span("first_seqnum", Value::UInt(s), c.span(p));
-                first_seq = Some(u128::from(s));
+                first_seq = Some(s);
             }
             c.need(blen, "bundle")?;
             let blen = blen as usize;

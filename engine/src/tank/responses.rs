@@ -323,7 +323,7 @@ fn consume_entries(
         let pid = entry.partition;
         let clen = entry.chunk_length as usize;
         let seq_from = if entry.flag == C::CONSUME_OK {
-            entry.base_seqnum.map(u128::from)
+            entry.base_seqnum
         } else {
             None
         };
@@ -341,11 +341,9 @@ fn consume_entries(
                 .iter_mut()
                 .map(bundle_fields)
                 .collect::<Vec<_>>();
-            entry.fields.set_span(
-                "bundles",
-                Value::List(bundles),
-                Some(Span::new(at, end.max(at))),
-            );
+            // No span when the header length pointed past the frame (the chunk is then empty).
+            let span = (at <= end).then(|| Span::new(at, end));
+            entry.fields.set_span("bundles", Value::List(bundles), span);
             for (i, mut b) in chunk.bundles.into_iter().enumerate() {
                 st.count(&b);
                 st.problems.append(&mut b.problems);
