@@ -38,6 +38,7 @@ pub mod kafka;
 pub mod pravega;
 #[cfg(feature = "python")]
 mod python;
+pub mod tank;
 
 /// The engine's version, as built (also reported by `wiredump --version`).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -325,6 +325,7 @@ pub(crate) mod model;
 mod replay;
 // The framing questions of a Python session asked of the Rust one (differential tests).
 mod framing_replay;
+mod tank;
 
 /// The native engine's version.
 #[pyfunction]
@@ -341,5 +342,6 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     dissector::register(m)?;
     arrow::register(m)?;
     framing_replay::register(m)?;
+    tank::register(m)?;
     Ok(())
 }

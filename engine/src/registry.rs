@@ -11,6 +11,7 @@ pub fn protocols() -> Vec<Box<dyn Protocol>> {
     let mut all: Vec<Box<dyn Protocol>> = Vec::new();
     // One line per protocol, in Python's order: kafka, pulsar, pravega, tank.
     all.push(Box::new(crate::pravega::Pravega));
+    all.push(Box::new(crate::tank::Tank));
     all
 }
 

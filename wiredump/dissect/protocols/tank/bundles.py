@@ -22,6 +22,10 @@ from wiredump.dissect.wire import Cursor, Short
 
 Problem = tuple[str, str, "int | None"]
 
+U64 = (1 << 64) - 1
+"""Sequence numbers are TANK's `uint64_t`: arithmetic on them wraps at 2**64 as in the broker and
+client (a hostile sparse header near the top must not number messages past the type)."""
+
 
 @dataclass(slots=True)
 class BundleMessage:
@@ -89,7 +93,9 @@ def decode_bundle(
         last_seq: int | None = None
         if sparse:
             first_seq = c.u64le("sparse bundle first seqnum")
-            last_seq = first_seq + (c.uvarint("sparse bundle last seqnum delta", 5) + 1 if count != 1 else 0)
+            last_seq = (
+                first_seq + (c.uvarint("sparse bundle last seqnum delta", 5) + 1 if count != 1 else 0)
+            ) & U64
             f["first_seqnum"] = first_seq
             f["last_seqnum"] = last_seq
     except Short as e:
@@ -131,10 +137,10 @@ def decode_bundle(
 
 def _next_after(first_seq: int | None, last_seq: int | None, count: int, sparse: bool) -> int | None:
     if sparse and last_seq is not None:
-        return last_seq + 1
+        return (last_seq + 1) & U64
     if first_seq is None:
         return None
-    return first_seq + count
+    return (first_seq + count) & U64
 
 
 def _decode_message_set(
@@ -173,12 +179,12 @@ def _decode_message_set(
                 elif idx == count - 1:
                     seq = last_seq
                 elif flags & C.MSG_SEQ_PREV_PLUS_ONE:
-                    seq = None if seq is None else seq + 1
+                    seq = None if seq is None else (seq + 1) & U64
                 else:
                     delta, p = _varint(data, p, end, "message seqnum delta")
-                    seq = None if seq is None else seq + 1 + delta
+                    seq = None if seq is None else (seq + 1 + delta) & U64
             elif idx:
-                seq = None if seq is None else seq + 1
+                seq = None if seq is None else (seq + 1) & U64
             if not flags & C.MSG_USE_LAST_TS:
                 if p + 8 > end:
                     raise Short("message timestamp", p, 8, end - p)

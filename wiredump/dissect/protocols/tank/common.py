@@ -13,6 +13,11 @@ from wiredump.dissect.protocols.tank.bundles import Bundle
 from wiredump.dissect.wire import Cursor
 
 SUMMARY_ITEMS = 4
+
+I64_END = 1 << 63
+"""Message offsets and timestamps are int64 columns: a u64 value from the wire at or above 2**63
+(only hostile bytes carry one) is left out (None), as the tables would null it, so the model
+holds what the rows show."""
 """How many (topic, partition) items a summary line names before "+N more"."""
 
 
@@ -89,10 +94,12 @@ def bundle_messages(
                 value_size=len(m.value),
                 topic=topic,
                 partition=partition,
-                offset=m.seq,
+                offset=m.seq if m.seq is not None and m.seq < I64_END else None,
                 key=m.key,
                 value=m.value,
-                timestamp_ms=m.timestamp_ms,
+                timestamp_ms=m.timestamp_ms
+                if m.timestamp_ms is not None and m.timestamp_ms < I64_END
+                else None,
                 compression=compression,
                 detail=detail,
             )

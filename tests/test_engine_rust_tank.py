@@ -1,0 +1,280 @@
+"""TANK in the Rust engine gives exactly what the Python reference gives, call by call.
+
+The Python pipeline runs on every TANK capture in `shared/captures/tank` and on variants of each
+made by record surgery (`tests/variants.py`: segments reordered, retransmitted, cut into tiny
+pieces, packets lost, the capture begun mid-stream or ended inside a frame); every decode/close
+call its framer makes of the TANK session is recorded and replayed into the Rust session
+(`tests/replay_support.py`), and every frame (fields in order with their types, messages,
+anomalies, pairing), exchange and report must agree. The crafted frames of
+`tests/test_tank_crafted.py` (sparse bundles, snappy, every error layout, cuts, garbage) are
+replayed the same way while that module's own assertions run on the Python side.
+
+Besides the equality, the Rust frames of the original captures are checked against the
+independent decodes beside them (`X.pdus.tsv`: type, request id and peer packet of every PDU).
+"""
+
+from __future__ import annotations
+
+import csv
+import inspect
+import random
+import struct
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from tests import replay_support as R
+from tests import test_tank_crafted as crafted
+from tests import variants as V
+from tests.conftest import CAPTURES
+from wiredump.dissect.correlation import Correlator
+from wiredump.dissect.framing import ConnectionFramer
+from wiredump.dissect.limits import Limits
+from wiredump.dissect.protocols.base import ConnContext
+from wiredump.dissect.protocols.tank import SPEC
+
+_engine = pytest.importorskip("wiredump._engine")
+if "tank" not in _engine.rust_protocols():
+    pytest.skip("the Rust engine has no TANK session", allow_module_level=True)
+
+NAMES = sorted(p.stem for p in (CAPTURES / "tank").glob("*.pcap")) if (CAPTURES / "tank").is_dir() else []
+
+
+def path_of(name: str) -> Path:
+    return CAPTURES / "tank" / f"{name}.pcap"
+
+
+def same_as_python(path: Path, monkeypatch: pytest.MonkeyPatch) -> R.Replayed:
+    """Records the Python TANK session on `path`, replays it in Rust and asserts no difference."""
+    rec = R.record(path, "tank", monkeypatch)
+    assert rec.calls, f"no TANK frame decoded in {path.name}"
+    got = R.replay(rec)
+    diffs = R.differences(rec, got)
+    assert diffs == [], "\n".join(diffs)
+    return got
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_capture(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    got = same_as_python(path_of(name), monkeypatch)
+    # The independent decode: every PDU's type, request id and peer packet, by (role, packets).
+    with (CAPTURES / "tank" / f"{name}.pdus.tsv").open() as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t"))
+    want = {
+        (
+            int(r["stream"]),
+            "client" if r["dir"] == "c>s" else "server",
+            int(r["first_frame"]),
+            int(r["last_frame"]),
+        ): (
+            r["msg_name"],
+            int(r["request_id"]) if r["request_id"] else None,
+            int(r["peer_frame"]) if r["peer_frame"] else None,
+        )
+        for r in rows
+    }
+    frames = [f for call in got.frames for f in call]
+    mine = {
+        (f.stream, f.role, f.first_packet, f.packet): (f.type, f.correlation_id, f.peer_packet)
+        for f in frames
+    }
+    assert mine == want
+    assert all(f.status == "ok" for f in frames)
+
+
+def variant_recs(cap: V.Capture, kind: str) -> list[list[V.Rec]]:
+    recs = cap.recs
+    if kind == "out_of_order":
+        return [V.out_of_order(recs)[0], V.out_of_order(recs, across_acks=True)[0]]
+    if kind == "retransmitted":
+        return [V.retransmitted(recs)[0]]
+    if kind == "tiny_segments":
+        return [V.tiny_segments(recs)]
+    if kind == "lossy":
+        return [V.drop(recs, {p}) for p in V.spread(V.losable(recs), 4)]
+    if kind == "mid_stream":
+        return [recs[int(len(recs) * f) :] for f in (0.2, 0.3, 0.45, 0.6, 0.8)]
+    if kind == "ends_inside":
+        data = V.data_indexes(recs)
+        return [recs[: i + 1] for i in V.spread(data, 5)]
+    raise AssertionError(kind)
+
+
+KINDS = ("out_of_order", "retransmitted", "tiny_segments", "lossy", "mid_stream", "ends_inside")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("name", NAMES)
+def test_variant(name: str, kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cap = V.read(path_of(name))
+    for i, recs in enumerate(variant_recs(cap, kind)):
+        path = V.write(cap, recs, tmp_path / f"{kind}-{i}.pcap")
+        rec = R.record(path, "tank", monkeypatch)
+        diffs = R.differences(rec, R.replay(rec))
+        assert diffs == [], f"{kind} #{i}:\n" + "\n".join(diffs)
+
+
+# -- the crafted frames ---------------------------------------------------------------------------
+
+CRAFTED = [
+    f
+    for n, f in inspect.getmembers(crafted, inspect.isfunction)
+    if n.startswith("test_") and "run(" in inspect.getsource(f)
+]
+
+
+def record_steps(steps, limits: Limits | None = None) -> tuple[R.Recording, crafted.Out]:  # type: ignore[no-untyped-def]
+    """Feeds `(role, bytes[, ts_us])` steps as packets 1, 2, 3… of one connection through the
+    Python framer (as `test_tank_crafted.run` does), recording the session's calls."""
+    rec = R.Recording("tank", (False, True, False))
+    out = crafted.Out()
+    ctx = ConnContext(
+        "crafted", 0, "10.0.0.1", 40000, "10.0.0.2", 11011, Correlator(0, "tank"), limits or Limits()
+    )
+    session = R._Recorder(SPEC.new_session(ctx), rec)
+    framer = ConnectionFramer(SPEC, session, ctx, out)
+    for i, step in enumerate(steps, 1):
+        ts = step[2] if len(step) > 2 else crafted.TS0 + i * 1000
+        framer.feed(step[0], step[1], i, ts)
+    framer.finish()
+    rec.exchanges = list(out.exchanges)
+    return rec, out
+
+
+def assert_same(rec: R.Recording, what: str = "") -> None:
+    diffs = R.differences(rec, R.replay(rec))
+    assert diffs == [], what + "\n".join(diffs)
+
+
+@pytest.mark.parametrize("test", CRAFTED, ids=[f.__name__ for f in CRAFTED])
+def test_crafted(test, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """Runs the crafted test with its `run` recording the Python session's calls; each run is
+    replayed in Rust (runs with non-default limits are left to the Rust unit tests: the replay
+    uses the default limits)."""
+
+    def run(steps, limits: Limits | None = None) -> crafted.Out:  # type: ignore[no-untyped-def]
+        rec, out = record_steps(steps, limits)
+        if limits is None:
+            assert_same(rec)
+        return out
+
+    monkeypatch.setattr(crafted, "run", run)
+    test()
+
+
+# -- hostile bytes: real frames damaged ----------------------------------------------------------
+
+
+@cache
+def captured_frames() -> dict[str, list[list[tuple[str, bytes]]]]:
+    """Per capture, per connection: the (role, bytes) of every whole frame the Python framer
+    decoded, in order."""
+    out: dict[str, list[list[tuple[str, bytes]]]] = {}
+    with pytest.MonkeyPatch.context() as mp:
+        for name in NAMES:
+            rec = R.record(path_of(name), "tank", mp)
+            conns: dict[int, list[tuple[str, bytes]]] = {}
+            for call in rec.calls:
+                if call[1] == "decode" and call[4]:
+                    conns.setdefault(call[0], []).append((call[2], call[3]))
+            out[name] = list(conns.values())
+    return out
+
+
+def damaged(rng: random.Random, data: bytes) -> bytes:
+    """`data` with one kind of damage: bytes flipped (mostly in the payload, where framing stays),
+    a payload cut short or grown (the header still declaring the old size), or the size changed."""
+    b = bytearray(data)
+    how = rng.randrange(5)
+    if how <= 1 and len(b) > 5:
+        for _ in range(rng.randint(1, 4)):
+            b[rng.randrange(5, len(b))] = rng.randrange(256)
+    elif how == 2 and len(b) > 6:
+        cut = rng.randrange(5, len(b))
+        b = b[:cut] + bytes(len(b) - cut)  # zeros where the tail was: lengths and counts of 0
+    elif how == 3:
+        b[rng.randrange(min(len(b), 12))] = rng.randrange(256)
+    else:
+        b += bytes(rng.randrange(256) for _ in range(rng.randint(1, 9)))
+        b[1:5] = struct.pack("<I", len(b) - 5)
+    return bytes(b)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_damaged_frames(name: str) -> None:
+    """Every connection of the capture replayed with a third of its frames damaged (five seeds):
+    the Python framer frames and decodes them (resync included), the Rust session must decode
+    the same calls identically."""
+    for seed in range(5):
+        rng = random.Random(f"{name}-{seed}")
+        for conn in captured_frames()[name]:
+            steps = [(role, damaged(rng, data) if rng.random() < 0.33 else data) for role, data in conn]
+            rec, _ = record_steps(steps)
+            assert_same(rec, f"seed {seed}: ")
+
+
+def framing_inputs() -> list[bytes]:
+    rng = random.Random(1015)
+    frames = [d for conns in captured_frames().values() for conn in conns for _, d in conn]
+    bufs: list[bytes] = []
+    for d in frames:
+        bufs += [d, d[:5], d[:4], rng.randbytes(rng.randrange(1, 9)) + d[:40], damaged(rng, d)[:64]]
+    bufs += [rng.randbytes(rng.randrange(0, 64)) for _ in range(2000)]
+    # Headers of every id and role with small and large sizes, and a payload's first bytes.
+    for msg_id in range(0, 16):
+        for size in (
+            0,
+            3,
+            4,
+            9,
+            13,
+            20,
+            1 << 16,
+            (1 << 16) + 1,
+            1 << 20,
+            (1 << 20) + 1,
+            1 << 28,
+            (1 << 28) + 1,
+        ):
+            bufs.append(bytes([msg_id]) + struct.pack("<I", size) + rng.randbytes(rng.randrange(0, 12)))
+    return bufs
+
+
+def test_framing_answers_match() -> None:
+    """frame_length (before and after a side is synced), resync and sniff give the Python answers
+    on real frame heads, damaged ones, junk before a frame, random bytes and every id's header."""
+    from wiredump.dissect.protocols.tank.session import TankSession
+
+    for buf in framing_inputs():
+        for role in ("client", "server"):
+            py = TankSession(None)  # type: ignore[arg-type]
+            assert _engine.tank_frame_length(buf, role, False) == py.frame_length(buf, 0, role), (buf, role)
+            py._synced.add(role)
+            assert _engine.tank_frame_length(buf, role, True) == py.frame_length(buf, 0, role), (buf, role)
+            assert _engine.tank_resync(buf, role) == TankSession(None).resync(buf, 0, role), (buf, role)  # type: ignore[arg-type]
+            assert _engine.tank_sniff(buf, role) == SPEC.sniff(buf, role), (buf, role)
+
+
+def test_sequence_numbers_wrap_and_int64_overflow_is_left_out() -> None:
+    """TANK's seqnums are uint64_t: a sparse bundle starting near 2**64 numbers on modulo 2**64 (as
+    the broker's own arithmetic does); offsets and timestamps at or above 2**63 do not fit the int64
+    columns and are None in the model (the tables would null them). Both engines, same values."""
+    top = 1 << 64
+    msgs = [crafted.M(b"a", seq=top - 3, ts=top - 1), crafted.M(b"b", seq=top - 2, ts=1 << 63)]
+    msgs.append(crafted.M(b"c", seq=top + 5, ts=(1 << 63) - 1))
+    req = crafted.produce_req(
+        2, [("t", [(0, crafted.bundle(msgs, sparse=True))])], with_seqnum={("t", 0): top - 3}
+    )
+    rec, out = record_steps([(crafted.C, req)])
+    assert_same(rec)
+    (f,) = out.frames
+    assert [(m.offset, m.timestamp_ms) for m in f.messages] == [
+        (None, None),
+        (None, None),
+        (5, (1 << 63) - 1),
+    ]
+    b = f.fields["topics"][0]["partitions"][0]["bundle"]
+    assert (b["first_seqnum"], b["last_seqnum"]) == (top - 3, 5)
+    assert [m["seqnum"] for m in b["messages"]] == [top - 3, top - 2, 5]
+    assert f.summary == f"req 2 t/0 3 msgs seq {top - 3}..5"
