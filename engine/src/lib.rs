@@ -22,6 +22,7 @@ pub mod protocol;
 
 // The protocols, one module each (named nowhere else but the registry).
 pub mod kafka;
+pub mod pulsar;
 #[cfg(feature = "python")]
 mod python;
 
