@@ -238,6 +238,106 @@ pub fn zstd(data: &[u8], limits: &mut Limits) -> Res {
     limited(limits, data.len(), out, cap, "zstd")
 }
 
+/// What a codec that may keep a part of its output gives: the output (None when nothing usable
+/// came out) and the problem, if any (Python's `(output, problem)` pair, both possibly set).
+pub type Partial = (Option<Vec<u8>>, Option<Problem>);
+
+/// A raw LZ4 block whose decompressed size is known from elsewhere (Pulsar LZ4).
+///
+/// The declared size is checked against the limits before anything is allocated; a block that
+/// decodes to fewer bytes gives those bytes (as python-lz4 does), the caller compares sizes.
+pub fn lz4_block(data: &[u8], size: i64, limits: &mut Limits) -> Res {
+    let cap = limits.allowance(data.len());
+    if size < 0 || size as u64 > cap {
+        return Err(Problem::Limit(format!(
+            "lz4: declared size {size} over the limit of {cap}"
+        )));
+    }
+    let mut out = vec![0u8; size as usize];
+    match lz4_flex::block::decompress_into(data, &mut out) {
+        Ok(n) => {
+            out.truncate(n);
+            limits.decompressed_total += out.len() as u64;
+            Ok(out)
+        }
+        Err(e) => Err(Problem::Failed(format!("lz4: {e}"))),
+    }
+}
+
+/// A zlib stream, possibly never finished (Java's Deflater with SYNC_FLUSH: Pulsar ZLIB).
+///
+/// An unterminated stream gives what it inflated; a broken one gives nothing (Python's
+/// `decompress` call raises before handing over any output); bytes after the stream's end are
+/// ignored.
+pub fn zlib_stream(data: &[u8], limits: &mut Limits) -> Partial {
+    let cap = limits.allowance(data.len());
+    let mut out: Vec<u8> = Vec::new();
+    if data.is_empty() {
+        return (Some(out), None);
+    }
+    let mut d = flate2::Decompress::new(true);
+    while out.len() as u64 <= cap {
+        let room = (cap + 1 - out.len() as u64).min(1 << 16) as usize;
+        out.reserve_exact(room);
+        let (i, o) = (d.total_in(), d.total_out());
+        let rest = &data[(i as usize).min(data.len())..];
+        match d.decompress_vec(rest, &mut out, flate2::FlushDecompress::None) {
+            Ok(flate2::Status::StreamEnd) => break,
+            Ok(_) if d.total_in() == i && d.total_out() == o => break, // input used up
+            Ok(_) => {}
+            Err(e) => {
+                let msg = e.to_string();
+                return (None, Some(Problem::Failed(format!("zlib: {msg}"))));
+            }
+        }
+    }
+    out.truncate((cap + 1).min(out.len() as u64) as usize);
+    let n = data.len();
+    match limited(limits, n, out, cap, "zlib") {
+        Ok(out) => (Some(out), None),
+        Err(p) => (None, Some(p)),
+    }
+}
+
+/// One or more zstd frames, keeping what was read before an error as the reference does (it
+/// reads in 1 MiB pieces: a piece that fails gives nothing, earlier pieces are kept).
+pub fn zstd_partial(data: &[u8], limits: &mut Limits) -> Partial {
+    match zstd(data, limits) {
+        Ok(out) => (Some(out), None),
+        Err(Problem::Limit(d)) => (None, Some(Problem::Limit(d))),
+        Err(Problem::Failed(d)) => {
+            // Re-read up to the error to learn how many whole pieces came out before it.
+            let cap = limits.allowance(data.len());
+            let mut kept = Vec::new();
+            if let Ok(mut dec) = zstd::stream::read::Decoder::with_buffer(data) {
+                let mut piece = vec![0u8; 1 << 20];
+                while (kept.len() as u64) < cap {
+                    let want = ((cap + 1 - kept.len() as u64) as usize).min(piece.len());
+                    match read_full(&mut dec, &mut piece[..want]) {
+                        Ok(0) => break,
+                        Ok(k) => kept.extend_from_slice(&piece[..k]),
+                        Err(_) => break,
+                    }
+                }
+            }
+            let out = if kept.is_empty() { None } else { Some(kept) };
+            (out, Some(Problem::Failed(d)))
+        }
+    }
+}
+
+/// Fills `buf` as far as the reader goes; an error after some bytes is an error.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -665,7 +665,9 @@ fn value_of(fd: &FieldDesc, v: &PV, show_secrets: bool, depth: u32, max_depth: u
 
 /// The enum value names of `e` by number.
 pub fn enum_name(e: u16, n: i64) -> Option<&'static str> {
-    i32::try_from(n).ok().and_then(|n| ENUMS[e as usize].name_of(n))
+    i32::try_from(n)
+        .ok()
+        .and_then(|n| ENUMS[e as usize].name_of(n))
 }
 
 #[cfg(test)]
