@@ -27,6 +27,7 @@ from wiredump.dissect.model import (
 )
 from wiredump.dissect.protocols.base import NEED_MORE, NOT_A_FRAME, ConnContext, Session
 from wiredump.dissect.protocols.tank import constants as C
+from wiredump.dissect.protocols.tank import partitions
 from wiredump.dissect.protocols.tank.common import DecodeState
 from wiredump.dissect.protocols.tank.requests import REQUESTS
 from wiredump.dissect.protocols.tank.responses import RESPONSES, UnknownFlag
@@ -179,6 +180,7 @@ class TankSession(Session):
             elif f.anomalies:
                 f.summary = f"{rid}{f.anomalies[0].detail}"
         self._correlate(f, msg_id)
+        f.partitions = partitions.of_frame(f)
         return [f]
 
     def _pair(self, frame: Frame, key: Any) -> Frame | None:
