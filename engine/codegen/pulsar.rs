@@ -48,8 +48,18 @@ pub fn generate_pulsar() {
     for m in &file.message_type {
         walk(&pkg, m, &mut messages, &mut enums);
     }
-    let msg_index = |full: &str| messages.iter().position(|(n, _)| n == full).expect("message type");
-    let enum_index = |full: &str| enums.iter().position(|(n, _)| n == full).expect("enum type");
+    let msg_index = |full: &str| {
+        messages
+            .iter()
+            .position(|(n, _)| n == full)
+            .expect("message type")
+    };
+    let enum_index = |full: &str| {
+        enums
+            .iter()
+            .position(|(n, _)| n == full)
+            .expect("enum type")
+    };
     let ident = |full: &str| full[pkg.len() + 1..].replace('.', "_");
 
     let mut out = String::new();
@@ -102,17 +112,31 @@ pub fn generate_pulsar() {
                 Type::Enum => {
                     let e = enums[enum_index(f.type_name())].1;
                     let n = match dv {
-                        Some(name) => e.value.iter().find(|v| v.name() == name).expect("enum default").number(),
+                        Some(name) => e
+                            .value
+                            .iter()
+                            .find(|v| v.name() == name)
+                            .expect("enum default")
+                            .number(),
                         None => e.value.first().map(|v| v.number()).unwrap_or(0),
                     };
                     format!("Def::Int({n})")
                 }
                 Type::Bool => format!("Def::Bool({})", dv == Some("true")),
                 Type::String | Type::Bytes => format!("Def::Str({:?})", dv.unwrap_or("")),
-                Type::Double | Type::Float => format!("Def::Float({:?})", dv.unwrap_or("0").parse::<f64>().expect("float default")),
-                Type::Uint64 | Type::Fixed64 => format!("Def::UInt({})", dv.unwrap_or("0").parse::<u64>().expect("u64 default")),
+                Type::Double | Type::Float => format!(
+                    "Def::Float({:?})",
+                    dv.unwrap_or("0").parse::<f64>().expect("float default")
+                ),
+                Type::Uint64 | Type::Fixed64 => format!(
+                    "Def::UInt({})",
+                    dv.unwrap_or("0").parse::<u64>().expect("u64 default")
+                ),
                 Type::Message | Type::Group => "Def::None".to_string(),
-                _ => format!("Def::Int({})", dv.unwrap_or("0").parse::<i64>().expect("int default")),
+                _ => format!(
+                    "Def::Int({})",
+                    dv.unwrap_or("0").parse::<i64>().expect("int default")
+                ),
             };
             let oneof = f.oneof_index.map(|i| i as i32).unwrap_or(-1);
             writeln!(
