@@ -32,7 +32,7 @@ SMALL = [n for n in ("s08-broker-entry-metadata", "s02-producer-batching", "s04-
 def same(path: Path, monkeypatch: pytest.MonkeyPatch, **kw: bool) -> int:
     """Records the Python decode of `path`, replays it in Rust, asserts no difference; the
     number of frames compared (so that a test cannot pass on an empty recording)."""
-    rec = record(path, "pulsar", monkeypatch, **kw)
+    rec = record(path, "pulsar", monkeypatch, framing=True, **kw)
     got = replay(rec)
     diffs = differences(rec, got)
     assert diffs == [], "\n".join(diffs)

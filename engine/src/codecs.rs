@@ -260,7 +260,11 @@ pub fn lz4_block(data: &[u8], size: i64, limits: &mut Limits) -> Res {
             limits.decompressed_total += out.len() as u64;
             Ok(out)
         }
-        Err(e) => Err(Problem::Failed(format!("lz4: {e}"))),
+        // The reference's words (liblz4's own error text says where it stopped, which no other
+        // decoder reproduces): see `codecs.lz4_block`.
+        Err(_) => Err(Problem::Failed(format!(
+            "lz4: corrupt block (or more than {size} bytes out)"
+        ))),
     }
 }
 
@@ -286,8 +290,13 @@ pub fn zlib_stream(data: &[u8], limits: &mut Limits) -> Partial {
             Ok(_) if d.total_in() == i && d.total_out() == o => break, // input used up
             Ok(_) => {}
             Err(e) => {
-                let msg = e.to_string();
-                return (None, Some(Problem::Failed(format!("zlib: {msg}"))));
+                // As CPython's zlib words it: the status and zlib's own message.
+                let detail = if e.needs_dictionary().is_some() {
+                    "zlib: Error 2 while decompressing data".to_string()
+                } else {
+                    format!("zlib: Error -3 while decompressing data: {e}")
+                };
+                return (None, Some(Problem::Failed(detail)));
             }
         }
     }
@@ -299,30 +308,37 @@ pub fn zlib_stream(data: &[u8], limits: &mut Limits) -> Partial {
     }
 }
 
-/// One or more zstd frames, keeping what was read before an error as the reference does (it
-/// reads in 1 MiB pieces: a piece that fails gives nothing, earlier pieces are kept).
+/// One or more zstd frames, as python-zstandard's stream reader gives them: read in 1 MiB
+/// pieces, a piece that fails gives nothing (earlier pieces are kept, with the problem), and
+/// input that ends inside a frame ends the output without a problem.
 pub fn zstd_partial(data: &[u8], limits: &mut Limits) -> Partial {
-    match zstd(data, limits) {
-        Ok(out) => (Some(out), None),
-        Err(Problem::Limit(d)) => (None, Some(Problem::Limit(d))),
-        Err(Problem::Failed(d)) => {
-            // Re-read up to the error to learn how many whole pieces came out before it.
-            let cap = limits.allowance(data.len());
-            let mut kept = Vec::new();
-            if let Ok(mut dec) = zstd::stream::read::Decoder::with_buffer(data) {
-                let mut piece = vec![0u8; 1 << 20];
-                while (kept.len() as u64) < cap {
-                    let want = ((cap + 1 - kept.len() as u64) as usize).min(piece.len());
-                    match read_full(&mut dec, &mut piece[..want]) {
-                        Ok(0) => break,
-                        Ok(k) => kept.extend_from_slice(&piece[..k]),
-                        Err(_) => break,
-                    }
-                }
+    let cap = limits.allowance(data.len());
+    let mut out = Vec::new();
+    if data.is_empty() {
+        return (Some(out), None);
+    }
+    let failed = |e: std::io::Error| Problem::Failed(format!("zstd: zstd decompress error: {e}"));
+    let mut dec = match zstd::stream::read::Decoder::with_buffer(data) {
+        Ok(d) => d,
+        Err(e) => return (None, Some(failed(e))),
+    };
+    let mut piece = vec![0u8; 1 << 20];
+    while out.len() as u64 <= cap {
+        let want = ((cap + 1 - out.len() as u64) as usize).min(piece.len());
+        match read_full(&mut dec, &mut piece[..want]) {
+            Ok(0) => break,
+            Ok(k) => out.extend_from_slice(&piece[..k]),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
+            Err(e) => {
+                limits.decompressed_total += out.len() as u64;
+                let out = if out.is_empty() { None } else { Some(out) };
+                return (out, Some(failed(e)));
             }
-            let out = if kept.is_empty() { None } else { Some(kept) };
-            (out, Some(Problem::Failed(d)))
         }
+    }
+    match limited(limits, data.len(), out, cap, "zstd") {
+        Ok(out) => (Some(out), None),
+        Err(p) => (None, Some(p)),
     }
 }
 
@@ -330,9 +346,12 @@ pub fn zstd_partial(data: &[u8], limits: &mut Limits) -> Partial {
 fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {
-        match r.read(&mut buf[n..])? {
-            0 => break,
-            k => n += k,
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            // Input that ends inside a frame: what came out so far is the output.
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && n > 0 => break,
+            Err(e) => return Err(e),
         }
     }
     Ok(n)
