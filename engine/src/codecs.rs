@@ -279,26 +279,26 @@ pub fn zlib_stream(data: &[u8], limits: &mut Limits) -> Partial {
     if data.is_empty() {
         return (Some(out), None);
     }
+    // One call with room for one byte over the cap, as zlib's own `decompress(data, cap + 1)`:
+    // the room is reserved, not touched, so only what is inflated costs memory; and an error
+    // keeps zlib's message (a second call would only say "repeated call with bad state").
     let mut d = flate2::Decompress::new(true);
-    while out.len() as u64 <= cap {
-        let room = (cap + 1 - out.len() as u64).min(1 << 16) as usize;
-        out.reserve_exact(room);
-        let (i, o) = (d.total_in(), d.total_out());
-        let rest = &data[(i as usize).min(data.len())..];
-        match d.decompress_vec(rest, &mut out, flate2::FlushDecompress::None) {
-            Ok(flate2::Status::StreamEnd) => break,
-            Ok(_) if d.total_in() == i && d.total_out() == o => break, // input used up
-            Ok(_) => {}
-            Err(e) => {
-                // As CPython's zlib words it: the status and zlib's own message.
-                let detail = if e.needs_dictionary().is_some() {
-                    "zlib: Error 2 while decompressing data".to_string()
-                } else {
-                    format!("zlib: Error -3 while decompressing data: {e}")
-                };
-                return (None, Some(Problem::Failed(detail)));
+    out.reserve_exact((cap + 1) as usize);
+    if let Err(e) = d.decompress_vec(data, &mut out, flate2::FlushDecompress::None) {
+        let detail = if e.needs_dictionary().is_some() {
+            "zlib: Error 2 while decompressing data".to_string()
+        } else {
+            let mut msg = e.message().map(str::to_string);
+            if msg.as_deref() == Some(MASKED) {
+                msg = zlib_slow_error(data, cap);
             }
-        }
+            // As CPython's zlib words it: the status and zlib's own message.
+            match msg {
+                Some(m) => format!("zlib: Error -3 while decompressing data: {m}"),
+                None => "zlib: Error -3 while decompressing data".to_string(),
+            }
+        };
+        return (None, Some(Problem::Failed(detail)));
     }
     out.truncate((cap + 1).min(out.len() as u64) as usize);
     let n = data.len();
@@ -306,6 +306,27 @@ pub fn zlib_stream(data: &[u8], limits: &mut Limits) -> Partial {
         Ok(out) => (Some(out), None),
         Err(p) => (None, Some(p)),
     }
+}
+
+/// What zlib-rs says when its fast inflate loop found the error: the loop leaves the stream in
+/// its bad state and the state machine then overwrites the message zlib would give.
+const MASKED: &str = "repeated call with bad state";
+
+/// The message zlib gives for a stream the fast loop found broken: the same stream inflated a
+/// byte of input at a time (the fast loop needs six), whose slow path keeps the message. Only
+/// on broken data.
+fn zlib_slow_error(data: &[u8], cap: u64) -> Option<String> {
+    let mut d = flate2::Decompress::new(true);
+    let mut out: Vec<u8> = Vec::with_capacity((cap + 1) as usize);
+    for i in 0..data.len() {
+        if let Err(e) = d.decompress_vec(&data[i..=i], &mut out, flate2::FlushDecompress::None) {
+            return e.message().map(str::to_string);
+        }
+        if out.len() == out.capacity() {
+            return None;
+        }
+    }
+    None
 }
 
 /// One or more zstd frames, as python-zstandard's stream reader gives them: read in 1 MiB
