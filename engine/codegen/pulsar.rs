@@ -138,7 +138,7 @@ pub fn generate_pulsar() {
                     dv.unwrap_or("0").parse::<i64>().expect("int default")
                 ),
             };
-            let oneof = f.oneof_index.map(|i| i as i32).unwrap_or(-1);
+            let oneof = f.oneof_index.unwrap_or(-1);
             writeln!(
                 out,
                 "        FieldDesc {{ number: {}, name: {:?}, ty: {ty}, label: {label}, oneof: {oneof}, default: {default} }},",

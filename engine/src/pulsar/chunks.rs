@@ -212,7 +212,7 @@ impl ChunkAssembler {
                 cs.total_size
             )
         });
-        let ok = if cs.checksums.iter().any(|c| *c == Some(false)) {
+        let ok = if cs.checksums.contains(&Some(false)) {
             Some(false)
         } else if cs.checksums.iter().all(|c| *c == Some(true)) {
             Some(true)
