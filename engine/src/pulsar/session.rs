@@ -1483,3 +1483,154 @@ fn int128(v: i128) -> Value {
         Value::Int(v as i64)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Framing and decodes on frames built by hand from PulsarApi.proto's field numbers.
+    use super::*;
+    use crate::protocol::Protocol;
+
+    /// `[total][cmd size][cmd]` with `rest` after the command.
+    fn frame(cmd: &[u8], rest: &[u8]) -> Vec<u8> {
+        let mut f = ((4 + cmd.len() + rest.len()) as u32).to_be_bytes().to_vec();
+        f.extend((cmd.len() as u32).to_be_bytes());
+        f.extend(cmd);
+        f.extend(rest);
+        f
+    }
+
+    // BaseCommand{type: CONNECT(2), connect(2): {client_version(1): "a", protocol_version(4): 20}}
+    const CONNECT: &[u8] = &[0x08, 0x02, 0x12, 0x05, 0x0a, 0x01, b'a', 0x20, 0x14];
+    // BaseCommand{type: SEND(6), send(6): {producer_id(1): 1, sequence_id(2): 7}}
+    const SEND: &[u8] = &[0x08, 0x06, 0x32, 0x04, 0x08, 0x01, 0x10, 0x07];
+
+    fn session() -> (PulsarSession, ConnCtx) {
+        let ctx = ConnCtx::standalone(PROTOCOL, 1);
+        (PulsarSession::new(&ctx), ctx)
+    }
+
+    #[test]
+    fn frame_lengths() {
+        let (mut s, mut ctx) = session();
+        let f = frame(CONNECT, &[]);
+        assert_eq!(f.len(), 17);
+        assert_eq!(
+            s.frame_length(&mut ctx, &f[..9], Role::Client),
+            FrameLen::NeedMore
+        );
+        assert_eq!(
+            s.frame_length(&mut ctx, &f, Role::Client),
+            FrameLen::Len(17)
+        );
+        let tls = [0x16, 0x03, 0x01, 0x02, 0x00];
+        assert_eq!(
+            s.frame_length(&mut ctx, &tls, Role::Server),
+            FrameLen::Undecodable
+        );
+        let proxy = b"PROXY TCP4 1.2.3.4 5.6.7.8 1 2\r\nxx";
+        assert_eq!(
+            s.frame_length(&mut ctx, proxy, Role::Server),
+            FrameLen::Len(32)
+        );
+        // Once started, a frame over 5 MiB + 10 KiB + 4 is refused and reported.
+        let mut big = frame(CONNECT, &[]);
+        big[..4].copy_from_slice(&(6u32 << 20).to_be_bytes());
+        assert_eq!(
+            s.frame_length(&mut ctx, &big, Role::Client),
+            FrameLen::NotAFrame
+        );
+        assert_eq!(
+            ctx.reports[0].detail,
+            "client frame declares 6291460 bytes, over the 5253124 this connection allows (max_message_size + 10240 + 4)"
+        );
+        // Garbage, then a frame: resync finds it.
+        let mut buf = vec![0x08u8; 20];
+        buf.extend(&f);
+        assert_eq!(s.resync(&mut ctx, &buf, Role::Client), Some(20));
+        assert_eq!(s.resync(&mut ctx, &buf[..20], Role::Client), None);
+    }
+
+    #[test]
+    fn connect_decodes_and_waits_for_its_answer() {
+        let (mut s, mut ctx) = session();
+        let f = s.decode(&mut ctx, &frame(CONNECT, &[]), Role::Client, true);
+        let f = f[0].borrow();
+        assert_eq!(
+            (f.type_.as_ref(), f.type_code, f.kind),
+            ("CONNECT", 2, Kind::Request)
+        );
+        assert_eq!(f.status, Status::Ok);
+        assert_eq!(f.summary, "a protocol v20 auth=none");
+        let Some(Value::Map(cmd)) = f.fields.get("command") else {
+            panic!("no command");
+        };
+        assert_eq!(cmd.get("client_version"), Some(&Value::Str("a".into())));
+        assert_eq!(cmd.get("protocol_version"), Some(&Value::Int(20)));
+        // The value "a" sits at byte 14 of the frame: 8 of framing, 08 02 12 05 0a 01.
+        assert_eq!(cmd.0[0].span, Some(Span::new(14, 15)));
+        assert!(f.awaiting);
+    }
+
+    #[test]
+    fn send_with_checksum_and_metadata() {
+        let (mut s, mut ctx) = session();
+        // MessageMetadata{producer_name(1): "p", sequence_id(2): 7, publish_time(3): 1000}
+        let meta = [0x0a, 0x01, b'p', 0x10, 0x07, 0x18, 0xe8, 0x07];
+        let mut after = (meta.len() as u32).to_be_bytes().to_vec();
+        after.extend(meta);
+        after.extend(b"hi");
+        let crc = crc32c::crc32c(&after);
+        let mut rest = vec![0x0e, 0x01];
+        rest.extend(crc.to_be_bytes());
+        rest.extend(&after);
+        let out = s.decode(&mut ctx, &frame(SEND, &rest), Role::Client, true);
+        let f = out[0].borrow();
+        assert_eq!((f.type_.as_ref(), f.status), ("SEND", Status::Ok));
+        assert_eq!(f.correlation_id, Some(7));
+        assert_eq!(f.fields.get("checksum_ok"), Some(&Value::Bool(true)));
+        assert_eq!(f.fields.get("payload_size"), Some(&Value::Int(2)));
+        assert_eq!(f.messages.len(), 1);
+        let m = &f.messages[0];
+        assert_eq!(m.value.as_deref(), Some(&b"hi"[..]));
+        assert_eq!((m.timestamp_ms, m.checksum_ok), (Some(1000), Some(true)));
+        assert_eq!(f.summary, "producer_id=1 seq=7 1 msg 2 bytes");
+        drop(f);
+        // The same frame with one payload byte changed fails its checksum.
+        let mut bad = frame(SEND, &rest);
+        let last = bad.len() - 1;
+        bad[last] ^= 1;
+        let out = s.decode(&mut ctx, &bad, Role::Client, true);
+        let f = out[0].borrow();
+        assert_eq!(f.status, Status::BadChecksum);
+        assert!(f.summary.ends_with("BAD CHECKSUM"), "{}", f.summary);
+    }
+
+    #[test]
+    fn broken_frames_are_frames_with_a_status() {
+        let (mut s, mut ctx) = session();
+        let short = s.decode(&mut ctx, &[0, 0, 0, 1], Role::Client, true);
+        assert_eq!(short[0].borrow().status, Status::Malformed);
+        let mut f = frame(CONNECT, &[]);
+        f[7] = 200; // commandSize over totalSize
+        let out = s.decode(&mut ctx, &f, Role::Client, true);
+        let a = &out[0].borrow().anomalies[0];
+        assert_eq!(
+            a.detail,
+            "commandSize 200 does not fit in totalSize 13 (at most 9)"
+        );
+        let unknown = s.decode(&mut ctx, &frame(&[0x08, 0x7f], &[]), Role::Client, true);
+        assert_eq!(unknown[0].borrow().status, Status::UnknownType);
+        assert_eq!(unknown[0].borrow().type_, "UNKNOWN_127");
+    }
+
+    #[test]
+    fn partitions_from_topic_names() {
+        assert_eq!(
+            partition_of(Some("persistent://a/b/t-partition-3")),
+            Some(3)
+        );
+        assert_eq!(partition_of(Some("persistent://a/b/t")), None);
+        assert_eq!(partition_of(Some("t-partition-")), None);
+        assert_eq!(super::super::Pulsar.max_frame(), 128 * MIB);
+    }
+}
