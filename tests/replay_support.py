@@ -101,7 +101,9 @@ class _Recorder(Session):
 
         ctx.report = report
 
-    def _framing(self, op: str, buf: bytes | bytearray, pos: int, role: str, answer: int | None, seen: int) -> None:
+    def _framing(
+        self, op: str, buf: bytes | bytearray, pos: int, role: str, answer: int | None, seen: int
+    ) -> None:
         """Records a framing call with its answer (resync's relative to `pos`) and the packet the
         framer stamped on what the session reported during it."""
         if not self.rec.framing:
@@ -133,8 +135,11 @@ class _Recorder(Session):
 
     def close(self) -> list[Frame]:
         self._wrap_report()
+        seen = len(self.rec.reports)
         frames = self.inner.close()
-        self.rec.calls.append([self.ctx.stream, "close"])
+        # The packet the framer stamped on what the session reported at the end (for the replay's stamp).
+        packet = self.rec.reports[-1].packet if len(self.rec.reports) > seen else 0
+        self.rec.calls.append([self.ctx.stream, "close", packet])
         self.rec.frames.append(list(frames))
         return frames
 
@@ -185,7 +190,7 @@ def replay_calls(rec: Recording) -> list[tuple[Any, ...]]:
         elif call[1] in ("frame_length", "resync"):
             out.append(tuple(call[:5]))
         else:
-            out.append((call[0], "close", first.packet if first else 0, 0))
+            out.append((call[0], "close", first.packet if first else call[2], 0))
     return out
 
 

@@ -99,3 +99,68 @@ def test_mutations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -
     for seed in range(8):
         path = V.write(cap, mutated(cap, seed, 4 + seed * 3), tmp_path / f"m{seed}.pcap")
         assert same(path, monkeypatch) > 0, seed
+
+
+# -- the crafted cases of tests/test_pulsar_crafted.py, each connection replayed in Rust ---------------
+def _crafted_cases() -> list[tuple[str, object]]:
+    from tests import test_pulsar_crafted as C
+
+    cases: list[tuple[str, object]] = []
+    for name in sorted(dir(C)):
+        fn = getattr(C, name)
+        if not name.startswith("test_") or not callable(fn) or name == "test_sniff":
+            continue
+        marks = [m for m in getattr(fn, "pytestmark", []) if m.name == "parametrize"]
+        if marks:
+            for v in marks[0].args[1]:
+                cases.append((f"{name}[{v}]", v))
+        else:
+            cases.append((name, None))
+    return cases
+
+
+CRAFTED = _crafted_cases()
+
+
+@pytest.mark.parametrize(("name", "arg"), CRAFTED, ids=[c[0] for c in CRAFTED])
+def test_crafted(monkeypatch: pytest.MonkeyPatch, name: str, arg: object) -> None:
+    from tests import test_pulsar_crafted as C
+    from tests.replay_support import Recording, _Recorder
+    from wiredump.dissect.limits import Limits
+
+    recs: list[Recording] = []
+    skipped = []
+    original = C.SPEC.new_session
+
+    def new_session(ctx):  # type: ignore[no-untyped-def]
+        inner = original(ctx)
+        if ctx.limits != Limits():
+            skipped.append(ctx)  # the replay runs with the default limits
+            return inner
+        opts = (bool(ctx.options.get("show_secrets")), bool(ctx.options.get("messages", True)), False)
+        rec = Recording("pulsar", opts, framing=True)
+        recs.append(rec)
+        return _Recorder(inner, rec)
+
+    init, exchange = C.Conn.__init__, C.Out.exchange
+
+    def conn_init(self, *a, **kw):  # type: ignore[no-untyped-def]
+        n = len(recs)
+        init(self, *a, **kw)
+        self.out._rec = recs[-1] if len(recs) > n else None
+
+    def out_exchange(self, e):  # type: ignore[no-untyped-def]
+        exchange(self, e)
+        if getattr(self, "_rec", None) is not None:
+            self._rec.exchanges.append(e)
+
+    monkeypatch.setattr(C.SPEC, "new_session", new_session)
+    monkeypatch.setattr(C.Conn, "__init__", conn_init)
+    monkeypatch.setattr(C.Out, "exchange", out_exchange)
+    fn = getattr(C, name.split("[")[0])
+    fn(arg) if arg is not None else fn()
+    monkeypatch.undo()
+    assert recs or skipped
+    for rec in recs:
+        diffs = differences(rec, replay(rec))
+        assert diffs == [], "\n".join(diffs)
