@@ -13,6 +13,10 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
+// Pulsar's protobuf tables, in their own file (see its doc).
+#[path = "codegen/pulsar.rs"]
+mod pulsar;
+
 const SCHEMA: &str = "../wiredump/proto/kafka_schema.json";
 const TABLES: &str = "../wiredump/tables.json";
 
@@ -26,6 +30,7 @@ fn main() {
     let out = g.generate(&schema);
     let dest = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("kafka_tables.rs");
     std::fs::write(dest, out).expect("write kafka_tables.rs");
+    pulsar::generate_pulsar();
 }
 
 #[derive(Default)]

@@ -72,6 +72,9 @@ class Recording:
     """The frames each call returned (the very objects, stamped and paired by the pipeline)."""
     reports: list[Anomaly] = field(default_factory=list)
     exchanges: list[Exchange] = field(default_factory=list)
+    framing: bool = False
+    """Record the framing calls too (`frame_length`, `resync`: their bytes from the frame's start and
+    their answers), replayed and compared like the decodes (`[stream, op, role, data, packet, answer]`)."""
 
 
 class _Recorder(Session):
@@ -98,13 +101,30 @@ class _Recorder(Session):
 
         ctx.report = report
 
+    def _framing(
+        self, op: str, buf: bytes | bytearray, pos: int, role: str, answer: int | None, seen: int
+    ) -> None:
+        """Records a framing call with its answer (resync's relative to `pos`) and the packet the
+        framer stamped on what the session reported during it."""
+        if not self.rec.framing:
+            return
+        packet = self.rec.reports[-1].packet if len(self.rec.reports) > seen else 0
+        self.rec.calls.append([self.ctx.stream, op, role, bytes(buf[pos:]), packet, answer])
+        self.rec.frames.append([])
+
     def frame_length(self, buf: bytes | bytearray, pos: int, role: str) -> int:
         self._wrap_report()
-        return self.inner.frame_length(buf, pos, role)
+        seen = len(self.rec.reports)
+        n = self.inner.frame_length(buf, pos, role)
+        self._framing("frame_length", buf, pos, role, n, seen)
+        return n
 
     def resync(self, buf: bytes | bytearray, pos: int, role: str) -> int | None:
         self._wrap_report()
-        return self.inner.resync(buf, pos, role)
+        seen = len(self.rec.reports)
+        at = self.inner.resync(buf, pos, role)
+        self._framing("resync", buf, pos, role, None if at is None else at - pos, seen)
+        return at
 
     def decode(self, data: bytes, role: str, complete: bool = True) -> list[Frame]:
         self._wrap_report()
@@ -115,8 +135,11 @@ class _Recorder(Session):
 
     def close(self) -> list[Frame]:
         self._wrap_report()
+        seen = len(self.rec.reports)
         frames = self.inner.close()
-        self.rec.calls.append([self.ctx.stream, "close"])
+        # The packet the framer stamped on what the session reported at the end (for the replay's stamp).
+        packet = self.rec.reports[-1].packet if len(self.rec.reports) > seen else 0
+        self.rec.calls.append([self.ctx.stream, "close", packet])
         self.rec.frames.append(list(frames))
         return frames
 
@@ -129,10 +152,11 @@ def record(
     show_secrets: bool = False,
     messages: bool = True,
     decode_as: dict[int, str] | None = None,
+    framing: bool = False,
 ) -> Recording:
     """Runs the Python pipeline on `path`, recording every call of `protocol`'s sessions."""
     spec = all_protocols()[protocol]
-    rec = Recording(protocol, (show_secrets, messages, False))
+    rec = Recording(protocol, (show_secrets, messages, False), framing=framing)
     original = spec.new_session
 
     def new_session(ctx: Any) -> Session:
@@ -163,8 +187,10 @@ def replay_calls(rec: Recording) -> list[tuple[Any, ...]]:
             first_packet = first.first_packet if first else 0
             ts_us = first.ts_us if first else 0
             out.append((stream, "decode", role, data, complete, packet, first_packet, ts_us))
+        elif call[1] in ("frame_length", "resync"):
+            out.append(tuple(call[:5]))
         else:
-            out.append((call[0], "close", first.packet if first else 0, 0))
+            out.append((call[0], "close", first.packet if first else call[2], 0))
     return out
 
 
@@ -174,16 +200,18 @@ class Replayed:
     exchanges: list[Exchange]
     reports: list[Anomaly]
     spans: list[list[list[tuple[str, int, int]]]]
+    answers: dict[int, int | None] = field(default_factory=dict)
+    """Call index → the Rust session's answer to a framing call."""
 
 
 def replay(rec: Recording) -> Replayed:
     """The same calls through the Rust session."""
     from wiredump import _engine
 
-    frames, exchanges, reports, spans = _engine.replay(
+    frames, exchanges, reports, spans, answers = _engine.replay(
         rec.protocol, list(rec.conns.values()), replay_calls(rec), rec.options
     )
-    return Replayed(frames, exchanges, reports, spans)
+    return Replayed(frames, exchanges, reports, spans, dict(answers))
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -218,6 +246,10 @@ def differences(rec: Recording, got: Replayed, limit: int = 20) -> list[str]:
     out: list[str] = []
     for i, (call, py, rs) in enumerate(zip(rec.calls, rec.frames, got.frames, strict=True)):
         where = f"call {i} (stream {call[0]} {call[1]} {call[2] if len(call) > 2 else ''})"
+        if call[1] in ("frame_length", "resync"):
+            if got.answers.get(i, "missing") != call[5]:
+                out.append(f"{where}: Python answers {call[5]!r}, Rust {got.answers.get(i, 'missing')!r}")
+            continue
         if len(py) != len(rs):
             out.append(f"{where}: {len(py)} Python frames, {len(rs)} Rust frames")
             continue

@@ -238,6 +238,146 @@ pub fn zstd(data: &[u8], limits: &mut Limits) -> Res {
     limited(limits, data.len(), out, cap, "zstd")
 }
 
+/// What a codec that may keep a part of its output gives: the output (None when nothing usable
+/// came out) and the problem, if any (Python's `(output, problem)` pair, both possibly set).
+pub type Partial = (Option<Vec<u8>>, Option<Problem>);
+
+/// A raw LZ4 block whose decompressed size is known from elsewhere (Pulsar LZ4).
+///
+/// The declared size is checked against the limits before anything is allocated; a block that
+/// decodes to fewer bytes gives those bytes (as python-lz4 does), the caller compares sizes.
+pub fn lz4_block(data: &[u8], size: i64, limits: &mut Limits) -> Res {
+    let cap = limits.allowance(data.len());
+    if size < 0 || size as u64 > cap {
+        return Err(Problem::Limit(format!(
+            "lz4: declared size {size} over the limit of {cap}"
+        )));
+    }
+    let mut out = vec![0u8; size as usize];
+    match lz4_flex::block::decompress_into(data, &mut out) {
+        Ok(n) => {
+            out.truncate(n);
+            limits.decompressed_total += out.len() as u64;
+            Ok(out)
+        }
+        // The reference's words (liblz4's own error text says where it stopped, which no other
+        // decoder reproduces): see `codecs.lz4_block`.
+        Err(_) => Err(Problem::Failed(format!(
+            "lz4: corrupt block (or more than {size} bytes out)"
+        ))),
+    }
+}
+
+/// A zlib stream, possibly never finished (Java's Deflater with SYNC_FLUSH: Pulsar ZLIB).
+///
+/// An unterminated stream gives what it inflated; a broken one gives nothing (Python's
+/// `decompress` call raises before handing over any output); bytes after the stream's end are
+/// ignored.
+pub fn zlib_stream(data: &[u8], limits: &mut Limits) -> Partial {
+    let cap = limits.allowance(data.len());
+    let mut out: Vec<u8> = Vec::new();
+    if data.is_empty() {
+        return (Some(out), None);
+    }
+    // One call with room for one byte over the cap, as zlib's own `decompress(data, cap + 1)`:
+    // the room is reserved, not touched, so only what is inflated costs memory; and an error
+    // keeps zlib's message (a second call would only say "repeated call with bad state").
+    let mut d = flate2::Decompress::new(true);
+    out.reserve_exact((cap + 1) as usize);
+    if let Err(e) = d.decompress_vec(data, &mut out, flate2::FlushDecompress::None) {
+        let detail = if e.needs_dictionary().is_some() {
+            "zlib: Error 2 while decompressing data".to_string()
+        } else {
+            let mut msg = e.message().map(str::to_string);
+            if msg.as_deref() == Some(MASKED) {
+                msg = zlib_slow_error(data, cap);
+            }
+            // As CPython's zlib words it: the status and zlib's own message.
+            match msg {
+                Some(m) => format!("zlib: Error -3 while decompressing data: {m}"),
+                None => "zlib: Error -3 while decompressing data".to_string(),
+            }
+        };
+        return (None, Some(Problem::Failed(detail)));
+    }
+    out.truncate((cap + 1).min(out.len() as u64) as usize);
+    let n = data.len();
+    match limited(limits, n, out, cap, "zlib") {
+        Ok(out) => (Some(out), None),
+        Err(p) => (None, Some(p)),
+    }
+}
+
+/// What zlib-rs says when its fast inflate loop found the error: the loop leaves the stream in
+/// its bad state and the state machine then overwrites the message zlib would give.
+const MASKED: &str = "repeated call with bad state";
+
+/// The message zlib gives for a stream the fast loop found broken: the same stream inflated a
+/// byte of input at a time (the fast loop needs six), whose slow path keeps the message. Only
+/// on broken data.
+fn zlib_slow_error(data: &[u8], cap: u64) -> Option<String> {
+    let mut d = flate2::Decompress::new(true);
+    let mut out: Vec<u8> = Vec::with_capacity((cap + 1) as usize);
+    for i in 0..data.len() {
+        if let Err(e) = d.decompress_vec(&data[i..=i], &mut out, flate2::FlushDecompress::None) {
+            return e.message().map(str::to_string);
+        }
+        if out.len() == out.capacity() {
+            return None;
+        }
+    }
+    None
+}
+
+/// One or more zstd frames, as python-zstandard's stream reader gives them: read in 1 MiB
+/// pieces, a piece that fails gives nothing (earlier pieces are kept, with the problem), and
+/// input that ends inside a frame ends the output without a problem.
+pub fn zstd_partial(data: &[u8], limits: &mut Limits) -> Partial {
+    let cap = limits.allowance(data.len());
+    let mut out = Vec::new();
+    if data.is_empty() {
+        return (Some(out), None);
+    }
+    let failed = |e: std::io::Error| Problem::Failed(format!("zstd: zstd decompress error: {e}"));
+    let mut dec = match zstd::stream::read::Decoder::with_buffer(data) {
+        Ok(d) => d,
+        Err(e) => return (None, Some(failed(e))),
+    };
+    let mut piece = vec![0u8; 1 << 20];
+    while out.len() as u64 <= cap {
+        let want = ((cap + 1 - out.len() as u64) as usize).min(piece.len());
+        match read_full(&mut dec, &mut piece[..want]) {
+            Ok(0) => break,
+            Ok(k) => out.extend_from_slice(&piece[..k]),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
+            Err(e) => {
+                limits.decompressed_total += out.len() as u64;
+                let out = if out.is_empty() { None } else { Some(out) };
+                return (out, Some(failed(e)));
+            }
+        }
+    }
+    match limited(limits, data.len(), out, cap, "zstd") {
+        Ok(out) => (Some(out), None),
+        Err(p) => (None, Some(p)),
+    }
+}
+
+/// Fills `buf` as far as the reader goes; an error after some bytes is an error.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            // Input that ends inside a frame: what came out so far is the output.
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && n > 0 => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

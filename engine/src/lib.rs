@@ -36,6 +36,7 @@ pub mod arrow_out;
 // The protocols, one module each (named nowhere else but the registry).
 pub mod kafka;
 pub mod pravega;
+pub mod pulsar;
 #[cfg(feature = "python")]
 mod python;
 pub mod tank;

@@ -12,6 +12,7 @@ pub fn protocols() -> Vec<Box<dyn Protocol>> {
     // One line per protocol, in Python's order: kafka, pulsar, pravega, tank.
     all.push(Box::new(crate::pravega::Pravega));
     all.push(Box::new(crate::tank::Tank));
+    all.push(Box::new(crate::pulsar::Pulsar));
     all
 }
 

@@ -13,7 +13,7 @@ use super::model::{spans, Classes};
 use crate::codecs::Limits;
 use crate::correlation::Correlator;
 use crate::model::{FrameRef, Role};
-use crate::protocol::{ConnCtx, RunState, SessionOptions};
+use crate::protocol::{ConnCtx, FrameLen, RunState, SessionOptions};
 use crate::registry;
 use crate::replay::{Replay, Stamp};
 
@@ -76,6 +76,7 @@ fn replay<'py>(
     let mut made: Vec<Vec<FrameRef>> = Vec::with_capacity(calls.len());
     let mut exchanges = Vec::new();
     let mut reports = Vec::new();
+    let mut answers: Vec<(usize, Option<i64>)> = Vec::new();
     for call in calls.iter() {
         let call = call.cast::<PyTuple>()?;
         let stream: u64 = call.get_item(0)?.extract()?;
@@ -102,6 +103,34 @@ fn replay<'py>(
                     ts_us: call.get_item(3)?.extract()?,
                 };
                 r.close(at)
+            }
+            // The framing calls (the session's answer is compared, not made into frames):
+            // NEED_MORE 0, NOT_A_FRAME -1, UNDECODABLE -2 or the length; resync's offset or
+            // None. What the session reported meanwhile is stamped with the packet given.
+            "frame_length" | "resync" => {
+                let role = role(&call.get_item(2)?.extract::<String>()?)?;
+                let data: Vec<u8> = call.get_item(3)?.extract()?;
+                let packet: u64 = call.get_item(4)?.extract()?;
+                let answer: Option<i64> = if op == "resync" {
+                    r.resync(&data, role).map(|i| i as i64)
+                } else {
+                    Some(match r.frame_length(&data, role) {
+                        FrameLen::NeedMore => 0,
+                        FrameLen::NotAFrame => -1,
+                        FrameLen::Undecodable => -2,
+                        FrameLen::Len(n) => n as i64,
+                    })
+                };
+                answers.push((made.len(), answer));
+                for mut a in r.ctx.reports.drain(..) {
+                    if a.packet == 0 {
+                        a.packet = packet;
+                    }
+                    a.stream = Some(stream);
+                    a.protocol = Some(proto.name());
+                    reports.push(a);
+                }
+                Vec::new()
             }
             _ => return Err(PyValueError::new_err(format!("call {op:?}"))),
         };
@@ -138,6 +167,7 @@ fn replay<'py>(
             out_ex.into_any(),
             out_rep.into_any(),
             out_spans.into_any(),
+            PyList::new(py, answers)?.into_any(),
         ],
     )
 }
