@@ -19,6 +19,8 @@ pub mod codecs;
 pub mod correlation;
 pub mod model;
 pub mod protocol;
+pub mod registry;
+pub mod replay;
 
 // The protocols, one module each (named nowhere else but the registry).
 pub mod kafka;

@@ -317,6 +317,8 @@ impl StreamReader {
 }
 
 mod kafka;
+pub(crate) mod model;
+mod replay;
 
 /// The native engine's version.
 #[pyfunction]
@@ -329,5 +331,6 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_class::<StreamReader>()?;
     kafka::register(m)?;
+    replay::register(m)?;
     Ok(())
 }
