@@ -9,6 +9,7 @@ pub fn protocols() -> Vec<Box<dyn Protocol>> {
     #[allow(unused_mut)]
     let mut all: Vec<Box<dyn Protocol>> = Vec::new();
     // One line per protocol, in Python's order: kafka, pulsar, pravega, tank.
+    all.push(Box::new(crate::kafka::Kafka));
     all
 }
 
