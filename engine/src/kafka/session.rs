@@ -1385,3 +1385,7 @@ impl Session for KafkaSession {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "session_tests.rs"]
+mod tests;
