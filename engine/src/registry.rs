@@ -5,6 +5,8 @@
 use crate::protocol::Protocol;
 
 /// Every protocol, in registry order (as Python's `PROTOCOL_MODULES`).
+// One `push` line per protocol (merges of the ports touch one line each), not one `vec![]`.
+#[allow(clippy::vec_init_then_push)]
 pub fn protocols() -> Vec<Box<dyn Protocol>> {
     #[allow(unused_mut)]
     let mut all: Vec<Box<dyn Protocol>> = Vec::new();
