@@ -202,3 +202,88 @@ def test_crafted_identical(case: str, kwargs: dict[str, Any], monkeypatch: pytes
                 compared += 1
     if not compared:
         pytest.skip("no Kafka session with default limits decoded anything")
+
+
+# -- framing and resynchronisation, call by call ---------------------------------------------------
+def record_framing(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[tuple[Any, ...]], list[Any]]:
+    """Every frame_length/resync/decode/close call the Python framer makes of the Kafka sessions
+    on `path` (the buffer from the position asked about on) and the session's answer to each."""
+    from wiredump.dissect.pipeline import Options, dissect
+    from wiredump.dissect.protocols.kafka.session import KafkaSession
+
+    calls: list[tuple[Any, ...]] = []
+    answers: list[Any] = []
+    orig = {n: getattr(KafkaSession, n) for n in ("frame_length", "resync", "decode", "close")}
+
+    def mine(s: Any) -> bool:
+        return s.ctx.stream >= 0 and not s.ctx.options.get("observe")
+
+    def frame_length(self: Any, buf: Any, pos: int, role: str) -> int:
+        got = orig["frame_length"](self, buf, pos, role)
+        if mine(self):
+            calls.append((self.ctx.stream, "frame_length", role, bytes(buf[pos:])))
+            answers.append(got)
+        return got
+
+    def resync(self: Any, buf: Any, pos: int, role: str) -> int | None:
+        got = orig["resync"](self, buf, pos, role)
+        if mine(self):
+            calls.append((self.ctx.stream, "resync", role, bytes(buf[pos:])))
+            answers.append(None if got is None else got - pos)
+        return got
+
+    def decode(self: Any, data: bytes, role: str, complete: bool = True) -> Any:
+        got = orig["decode"](self, data, role, complete)
+        if mine(self):
+            calls.append((self.ctx.stream, "decode", role, bytes(data), complete))
+            answers.append(len(got))
+        return got
+
+    def close(self: Any) -> Any:
+        got = orig["close"](self)
+        if mine(self):
+            calls.append((self.ctx.stream, "close"))
+            answers.append(len(got))
+        return got
+
+    for name, fn in (
+        ("frame_length", frame_length),
+        ("resync", resync),
+        ("decode", decode),
+        ("close", close),
+    ):
+        monkeypatch.setattr(KafkaSession, name, fn)
+    for _ in dissect([str(path)], Options(engine="python")):
+        pass
+    monkeypatch.undo()
+    return calls, answers
+
+
+def framing_differences(path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    calls, answers = record_framing(path, monkeypatch)
+    got = _engine.kafka_framing_replay(calls)
+    out = []
+    for i, (call, a, b) in enumerate(zip(calls, answers, got, strict=True)):
+        if a != b:
+            out.append(
+                f"call {i} {call[:3]} ({len(call[3]) if len(call) > 3 else ''} bytes): Python {a}, Rust {b}"
+            )
+    return out[:10]
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.stem)
+def test_framing_identical(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert framing_differences(path, monkeypatch) == []
+
+
+@pytest.mark.parametrize("name", VARIANT_NAMES)
+def test_framing_variants_identical(tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests import variants as V
+
+    cap = V.read(KAFKA / f"{name}.pcap")
+    failures = []
+    for label, recs in _variants(name):
+        diffs = framing_differences(V.write(cap, recs, tmp_path / f"{label}.pcap"), monkeypatch)
+        if diffs:
+            failures.append(f"{label}: " + "; ".join(diffs))
+    assert not failures, "\n".join(failures)
