@@ -660,8 +660,11 @@ impl KafkaSession {
             let tree = b.usable.then_some(b.tree.as_slice());
             f.summary = self.summarize(&f, tree, &b.sets);
         }
-        let converted = fields::convert(&b.tree, &mut b.sets);
-        f.fields.set("body", Value::Map(converted));
+        if !self.observe {
+            // An observer's frames are never returned: its bodies are not converted.
+            let converted = fields::convert(&b.tree, &mut b.sets);
+            f.fields.set("body", Value::Map(converted));
+        }
         let f = f.shared();
         ctx.correlator.request(&f, key, !acks0);
         if acks0 {
@@ -747,7 +750,7 @@ impl KafkaSession {
             )
         };
         let kind = if response { "response" } else { "request" };
-        let what = format!("{} v{}", f.type_, py_version(f.version));
+        let what = |f: &Frame| format!("{} v{}", f.type_, py_version(f.version));
         f.fields.set("body", Value::Null);
         if let Some(e) = d.error.take() {
             f.fields.set("body_stops_at", Value::Int(e.offset() as i64));
@@ -755,7 +758,7 @@ impl KafkaSession {
                 f.flag(
                     Status::Malformed,
                     "malformed",
-                    format!("{what} {kind}: {e}"),
+                    format!("{} {kind}: {e}", what(f)),
                     Some(e.offset() as u64),
                 );
             }
@@ -788,8 +791,9 @@ impl KafkaSession {
                 Anomaly::new(
                     "trailing_bytes",
                     format!(
-                        "{what} request: {} bytes after the (empty) body, which brokers ignore \
+                        "{} request: {} bytes after the (empty) body, which brokers ignore \
                          (librdkafka writes an empty int32 array here)",
+                        what(f),
                         len - d.end
                     ),
                 )
@@ -799,7 +803,7 @@ impl KafkaSession {
             f.flag(
                 Status::Malformed,
                 "malformed",
-                format!("{what} {kind}: {} bytes after the body", len - d.end),
+                format!("{} {kind}: {} bytes after the body", what(f), len - d.end),
                 Some(d.end as u64),
             );
         }
@@ -1113,8 +1117,11 @@ impl KafkaSession {
             let tree = b.usable.then_some(b.tree.as_slice());
             f.summary = self.summarize(f, tree, &b.sets);
         }
-        let converted = fields::convert(&b.tree, &mut b.sets);
-        f.fields.set("body", Value::Map(converted));
+        if !self.observe {
+            // An observer's frames are never returned: its bodies are not converted.
+            let converted = fields::convert(&b.tree, &mut b.sets);
+            f.fields.set("body", Value::Map(converted));
+        }
     }
 
     /// A response whose request was not captured: try the layouts that could fit.
@@ -1197,8 +1204,11 @@ impl KafkaSession {
         }
         let tree = b.usable.then_some(b.tree.as_slice());
         f.summary = self.summarize(f, tree, &b.sets) + " (no request; layout guessed)";
-        let converted = fields::convert(&b.tree, &mut b.sets);
-        f.fields.set("body", Value::Map(converted));
+        if !self.observe {
+            // An observer's frames are never returned: its bodies are not converted.
+            let converted = fields::convert(&b.tree, &mut b.sets);
+            f.fields.set("body", Value::Map(converted));
+        }
     }
 }
 
