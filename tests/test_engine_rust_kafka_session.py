@@ -338,3 +338,19 @@ def test_corrupt_gzip_detail_identical() -> None:
     details = [(a.kind, a.detail) for a in py.anomalies]
     assert any(k == "decompression_failed" for k, _ in details), details
     assert details == [(a.kind, a.detail) for a in rs.anomalies]
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.stem)
+def test_observer_pairs_as_the_decoder(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In observe mode (a connection another worker decodes) the session returns no frame but
+    keeps the state as when decoding: the same requests are answered, unanswered, unexpected."""
+    rec = replay_support.record(path, "kafka", monkeypatch)
+    frames, exchanges, _, _ = _engine.replay(
+        "kafka", list(rec.conns.values()), replay_support.replay_calls(rec), (False, True, True)
+    )
+    assert all(not f for f in frames)
+
+    def rows(ex: list[Any]) -> list[tuple[Any, ...]]:
+        return sorted(((e.stream, e.type, e.correlation_id, e.status) for e in ex), key=replay_support.key_t)
+
+    assert rows(exchanges) == rows(rec.exchanges)
