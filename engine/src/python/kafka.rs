@@ -594,11 +594,12 @@ fn kafka_framing_replay<'py>(
         let answer = match op.as_str() {
             "frame_length" | "resync" => {
                 let role = framing_role(&call.get_item(2)?.extract::<String>()?)?;
-                let buf: Vec<u8> = call.get_item(3)?.extract()?;
+                let item = call.get_item(3)?;
+                let buf = item.cast::<PyBytes>()?.as_bytes();
                 if op == "resync" {
-                    r.resync(&buf, role).into_pyobject(py)?.into_any()
+                    r.resync(buf, role).into_pyobject(py)?.into_any()
                 } else {
-                    let code: i64 = match r.frame_length(&buf, role) {
+                    let code: i64 = match r.frame_length(buf, role) {
                         FrameLen::NeedMore => 0,
                         FrameLen::NotAFrame => -1,
                         FrameLen::Undecodable => -2,
@@ -609,9 +610,10 @@ fn kafka_framing_replay<'py>(
             }
             "decode" => {
                 let role = framing_role(&call.get_item(2)?.extract::<String>()?)?;
-                let data: Vec<u8> = call.get_item(3)?.extract()?;
+                let item = call.get_item(3)?;
+                let data = item.cast::<PyBytes>()?.as_bytes();
                 let complete: bool = call.get_item(4)?.extract()?;
-                r.decode(&data, role, complete, Stamp::default())
+                r.decode(data, role, complete, Stamp::default())
                     .len()
                     .into_pyobject(py)?
                     .into_any()
