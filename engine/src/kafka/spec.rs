@@ -55,3 +55,31 @@ impl Protocol for Kafka {
         Box::new(KafkaSession::new(ctx))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn responses_alone_never_make_a_connection_kafka() {
+        let mut t = Trial {
+            points: 80,
+            ..Trial::default()
+        };
+        assert_eq!(Kafka.score(&t, b"", b"", false), UNPAIRED_RESPONSES);
+        t.answered = 1;
+        assert_eq!(Kafka.score(&t, b"", b"", false), 80);
+        t.answered = 0;
+        t.client.frames.push("Metadata".into());
+        assert_eq!(Kafka.score(&t, b"", b"", false), 80);
+    }
+
+    #[test]
+    fn a_request_header_opens_kafka() {
+        // ApiVersions v3 (flexible, header v2) from client "c", correlation id 1.
+        let f = [0, 0, 0, 13, 0, 18, 0, 3, 0, 0, 0, 1, 0, 1, b'c', 0, 0];
+        assert!(Kafka.sniff(&f, Role::Client));
+        assert!(!Kafka.sniff(&f, Role::Server));
+        assert!(!Kafka.sniff(b"GET / HTTP/1.1\r\n", Role::Client));
+    }
+}
