@@ -564,13 +564,18 @@ impl KafkaSession {
                 Some(h.body_start)
             }
             Err(e) => {
+                // Header v2 failing in its tagged fields: the client id and the unknown tags
+                // read before the failure are in the reference's header dict.
+                let h1 = header::request_header(data, 1).ok();
+                let tags = match (&h1, hv >= 2) {
+                    (Some(h1), true) => body::decode_tags_partial(data, h1.body_start).0,
+                    _ => Vec::new(),
+                };
                 if name.is_some() && plan.is_some() {
-                    if hv >= 2 {
-                        // The client id was read before the tagged fields failed.
-                        if let Ok(h1) = header::request_header(data, 1) {
-                            add_client_id(&mut head, &h1);
-                        }
+                    if let (Some(h1), true) = (&h1, hv >= 2) {
+                        add_client_id(&mut head, h1);
                     }
+                    add_tags(&mut head, &tags);
                     f.fields.set("header", Value::Map(head));
                     if complete {
                         f.flag(
@@ -586,8 +591,9 @@ impl KafkaSession {
                 }
                 // An unknown key or version: its header version is a guess, so read what a
                 // header v1 holds (the client id) and let the status say what is unknown.
-                if let Ok(h1) = header::request_header(data, 1) {
-                    add_client_id(&mut head, &h1);
+                add_tags(&mut head, &tags);
+                if let Some(h1) = &h1 {
+                    add_client_id(&mut head, h1);
                 }
                 None
             }
@@ -998,16 +1004,12 @@ impl KafkaSession {
             if data.len() > 8 && data[8] == 0 {
                 start = 9;
             } else {
-                match body::decode_tags(data, 8) {
-                    Ok((tags, end)) => {
-                        if let Some(Value::Map(h)) = f.fields.get_mut("header") {
-                            let conv = fields::convert(&tags, &mut recordsets::Decoded::default());
-                            for fl in conv.0 {
-                                h.set_span(fl.name, fl.value, fl.span);
-                            }
-                        }
-                        start = end;
-                    }
+                let (tags, read) = body::decode_tags_partial(data, 8);
+                if let Some(Value::Map(h)) = f.fields.get_mut("header") {
+                    add_tags(h, &tags); // also those read before a failure, as the reference
+                }
+                match read {
+                    Ok(end) => start = end,
                     Err(e) => {
                         if complete {
                             f.flag(
@@ -1273,8 +1275,13 @@ fn add_client_id(head: &mut Fields, h: &header::RequestHeader<'_>) {
 
 fn add_header(head: &mut Fields, h: &header::RequestHeader<'_>) {
     add_client_id(head, h);
-    if !h.tagged.is_empty() {
-        let conv = fields::convert(&h.tagged, &mut recordsets::Decoded::default());
+    add_tags(head, &h.tagged);
+}
+
+/// A header's unknown tagged fields (`_unknown_tags`), into its fields.
+fn add_tags(head: &mut Fields, tags: &[BField<'_>]) {
+    if !tags.is_empty() {
+        let conv = fields::convert(tags, &mut recordsets::Decoded::default());
         for fl in conv.0 {
             head.set_span(fl.name, fl.value, fl.span);
         }
