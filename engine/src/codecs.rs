@@ -233,7 +233,8 @@ pub fn zstd(data: &[u8], limits: &mut Limits) -> Res {
     };
     if let Err(e) = read_capped(dec, cap, &mut out) {
         limits.decompressed_total += out.len() as u64;
-        return Err(Problem::Failed(format!("zstd: {e}")));
+        // As the reference's zstandard library words it: "zstd decompress error: <ZSTD error>".
+        return Err(Problem::Failed(format!("zstd: zstd decompress error: {e}")));
     }
     limited(limits, data.len(), out, cap, "zstd")
 }

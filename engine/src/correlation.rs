@@ -131,6 +131,12 @@ impl Correlator {
             .push((Done::Event, Some(first.clone()), Some(second.clone())));
     }
 
+    /// The keys requests are pending under (the oldest key first), e.g. for a protocol whose
+    /// responses come in request order (Kafka: a response id below every pending one).
+    pub fn pending_keys(&self) -> impl Iterator<Item = &Key> {
+        self.order.iter()
+    }
+
     /// Requests outstanding now.
     pub fn pending(&self) -> usize {
         self.count

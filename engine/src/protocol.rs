@@ -74,6 +74,11 @@ impl RunState {
             .downcast_mut::<T>()
             .expect("a run-state key holds one type")
     }
+
+    /// The entry `key` if it was made and holds a `T` (read-only: nothing is made).
+    pub fn get<T: 'static>(&self, key: &'static str) -> Option<&T> {
+        self.entries.get(key)?.downcast_ref::<T>()
+    }
 }
 
 /// What a session knows of its connection and of the run.

@@ -5,15 +5,13 @@
 use crate::protocol::Protocol;
 
 /// Every protocol, in registry order (as Python's `PROTOCOL_MODULES`).
-#[allow(clippy::vec_init_then_push)] // one push per protocol, one line each
 pub fn protocols() -> Vec<Box<dyn Protocol>> {
-    #[allow(unused_mut)]
-    let mut all: Vec<Box<dyn Protocol>> = Vec::new();
-    // One line per protocol, in Python's order: kafka, pulsar, pravega, tank.
-    all.push(Box::new(crate::pravega::Pravega));
-    all.push(Box::new(crate::tank::Tank));
-    all.push(Box::new(crate::pulsar::Pulsar));
-    all
+    vec![
+        Box::new(crate::kafka::Kafka),
+        Box::new(crate::pulsar::Pulsar),
+        Box::new(crate::pravega::Pravega),
+        Box::new(crate::tank::Tank),
+    ]
 }
 
 /// The protocol called `name`, if the engine has it.

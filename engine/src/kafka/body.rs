@@ -682,6 +682,28 @@ pub fn decode_tags(data: &[u8], pos: usize) -> Result<(Vec<Field<'_>>, usize), D
     Ok((out, w.cur.pos))
 }
 
+/// [`decode_tags`] that keeps what it read when it fails: the unknown tags read before the
+/// error (the reference's header dict holds them), and where the section ended or the error.
+pub fn decode_tags_partial(
+    data: &[u8],
+    pos: usize,
+) -> (Vec<Field<'_>>, Result<usize, DecodeError>) {
+    let mut w = Walker {
+        cur: Cursor {
+            buf: data,
+            pos: pos.min(data.len()),
+            end: data.len(),
+        },
+        secrets: &[],
+        errors: Vec::new(),
+        path: Vec::new(),
+        depth: 0,
+    };
+    let mut out = Vec::new();
+    let r = w.tagged(&[], &mut out).map(|()| w.cur.pos);
+    (out, r)
+}
+
 /// Formats a UUID as Python's `str(uuid.UUID(bytes=...))` does.
 pub fn uuid_string(u: &[u8; 16]) -> String {
     let mut s = String::with_capacity(36);

@@ -148,6 +148,20 @@ pub fn error_name(code: i16) -> std::borrow::Cow<'static, str> {
     }
 }
 
+/// The newest version of an API the tables know.
+pub fn newest_version(api_key: i16) -> Option<i16> {
+    API_PLANS
+        .iter()
+        .filter(|p| p.key == api_key)
+        .map(|p| p.version)
+        .max()
+}
+
+/// Every (api key, version) the tables know, by key then version.
+pub fn api_versions() -> impl Iterator<Item = (i16, i16)> {
+    API_PLANS.iter().map(|p| (p.key, p.version))
+}
+
 /// Is this version flexible (compact encodings, tagged fields)?
 pub fn is_flexible(api_key: i16, version: i16) -> bool {
     matches!(api(api_key), Some(ApiInfo { flexible: Some(f), .. }) if version >= *f)

@@ -550,6 +550,93 @@ fn kafka_summary(
     Some(summary::summarize(api_key, !is_response, &d.fields, &cx))
 }
 
+fn framing_role(s: &str) -> PyResult<crate::model::Role> {
+    match s {
+        "client" => Ok(crate::model::Role::Client),
+        "server" => Ok(crate::model::Role::Server),
+        _ => Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "role {s:?}"
+        ))),
+    }
+}
+
+/// Drives Rust Kafka sessions with the framing calls the Python framer made (for the
+/// differential test of framing and resynchronisation): `calls` are `(stream, "frame_length",
+/// role, buf)`, `(stream, "resync", role, buf)` (buf from the position asked about on),
+/// `(stream, "decode", role, data, complete)` or `(stream, "close")`, in order. Returns each
+/// call's answer: frame_length as Python's codes (0 need more, -1 not a frame, -2 undecodable,
+/// else the length), resync the offset in `buf` or None, decode and close the number of frames.
+/// One run state and one set of limits for every connection, as in one capture.
+#[pyfunction]
+#[pyo3(signature = (calls, options=(false, true, false)))]
+fn kafka_framing_replay<'py>(
+    py: Python<'py>,
+    calls: &Bound<'py, PyList>,
+    options: (bool, bool, bool),
+) -> PyResult<Bound<'py, PyList>> {
+    use crate::protocol::{ConnCtx, FrameLen, RunState, SessionOptions};
+    use crate::replay::{Replay, Stamp};
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    let limits = Rc::new(RefCell::new(Limits::default()));
+    let run_state = Rc::new(RefCell::new(RunState::default()));
+    let opts = Rc::new(SessionOptions {
+        show_secrets: options.0,
+        messages: options.1,
+        observe: options.2,
+    });
+    let mut replays: std::collections::HashMap<u64, Replay> = std::collections::HashMap::new();
+    let out = PyList::empty(py);
+    for call in calls.iter() {
+        let call = call.cast::<PyTuple>()?;
+        let stream: u64 = call.get_item(0)?.extract()?;
+        let op: String = call.get_item(1)?.extract()?;
+        let r = replays.entry(stream).or_insert_with(|| {
+            let mut ctx = ConnCtx::standalone("kafka", stream);
+            ctx.limits = Rc::clone(&limits);
+            ctx.run_state = Rc::clone(&run_state);
+            ctx.options = Rc::clone(&opts);
+            Replay::new(&crate::kafka::Kafka, ctx)
+        });
+        let answer = match op.as_str() {
+            "frame_length" | "resync" => {
+                let role = framing_role(&call.get_item(2)?.extract::<String>()?)?;
+                let item = call.get_item(3)?;
+                let buf = item.cast::<PyBytes>()?.as_bytes();
+                if op == "resync" {
+                    r.resync(buf, role).into_pyobject(py)?.into_any()
+                } else {
+                    let code: i64 = match r.frame_length(buf, role) {
+                        FrameLen::NeedMore => 0,
+                        FrameLen::NotAFrame => -1,
+                        FrameLen::Undecodable => -2,
+                        FrameLen::Len(n) => n as i64,
+                    };
+                    code.into_pyobject(py)?.into_any()
+                }
+            }
+            "decode" => {
+                let role = framing_role(&call.get_item(2)?.extract::<String>()?)?;
+                let item = call.get_item(3)?;
+                let data = item.cast::<PyBytes>()?.as_bytes();
+                let complete: bool = call.get_item(4)?.extract()?;
+                r.decode(data, role, complete, Stamp::default())
+                    .len()
+                    .into_pyobject(py)?
+                    .into_any()
+            }
+            _ => r
+                .close(Stamp::default())
+                .len()
+                .into_pyobject(py)?
+                .into_any(),
+        };
+        out.append(answer)?;
+    }
+    Ok(out)
+}
+
 /// Adds the Kafka functions to the extension module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kafka_decode, m)?)?;
@@ -561,5 +648,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kafka_response_header, m)?)?;
     m.add_function(wrap_pyfunction!(kafka_bench_bodies, m)?)?;
     m.add_function(wrap_pyfunction!(kafka_bench_records, m)?)?;
+    m.add_function(wrap_pyfunction!(kafka_framing_replay, m)?)?;
     Ok(())
 }

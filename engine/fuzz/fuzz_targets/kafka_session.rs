@@ -1,0 +1,101 @@
+//! Fuzzes the Kafka session: arbitrary bytes are split into chunks, each sent by the client or
+//! the server, and driven through the session as the framer would — frame_length on the
+//! buffered bytes, resync when they are not a frame, decode of every whole frame, decode of the
+//! cut rest (`complete = false`), then close. Any panic is a finding; every span must lie inside
+//! its frame.
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use wiredump_engine::kafka::Kafka;
+use wiredump_engine::model::{Fields, Role, Value};
+use wiredump_engine::protocol::{ConnCtx, FrameLen, Protocol};
+use wiredump_engine::replay::{Replay, Stamp};
+
+fn spans_inside(f: &Fields, len: u64) {
+    for fl in &f.0 {
+        if let Some(s) = fl.span {
+            assert!(s.start <= s.end && u64::from(s.end) <= len, "span {s:?} outside {len}");
+        }
+        if let Value::Map(m) = &fl.value {
+            spans_inside(m, len);
+        }
+    }
+}
+
+fn drive(r: &mut Replay, buf: &mut Vec<u8>, role: Role, packet: u64) {
+    // At most a few rounds per chunk: each either consumes bytes or stops.
+    for _ in 0..64 {
+        if buf.is_empty() {
+            return;
+        }
+        match r.frame_length(buf, role) {
+            FrameLen::NeedMore => return,
+            FrameLen::Undecodable => {
+                buf.clear();
+                return;
+            }
+            FrameLen::NotAFrame => match r.resync(&buf[1..], role) {
+                Some(at) => {
+                    buf.drain(..=at);
+                }
+                None => {
+                    let keep = buf.len().min(64);
+                    buf.drain(..buf.len() - keep);
+                    return;
+                }
+            },
+            FrameLen::Len(n) => {
+                if n == 0 || n > 1 << 20 {
+                    buf.clear();
+                    return;
+                }
+                let n = n as usize;
+                if n > buf.len() {
+                    return;
+                }
+                let stamp = Stamp {
+                    packet,
+                    first_packet: packet,
+                    ts_us: packet as i64,
+                };
+                for f in r.decode(&buf[..n], role, true, stamp) {
+                    let f = f.borrow();
+                    spans_inside(&f.fields, n as u64);
+                }
+                buf.drain(..n);
+            }
+        }
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let kafka = Kafka;
+    let mut r = Replay::new(&kafka, ConnCtx::standalone("kafka", 1));
+    let mut bufs = [Vec::new(), Vec::new()];
+    let mut pos = 0;
+    let mut packet = 0;
+    // Each chunk: one byte (low bit: role, the rest: length / 2), then its bytes.
+    while pos < data.len() {
+        let head = data[pos];
+        pos += 1;
+        let role = if head & 1 == 0 { Role::Client } else { Role::Server };
+        let len = (usize::from(head >> 1) * 3 + 1).min(data.len() - pos);
+        let i = usize::from(head & 1);
+        bufs[i].extend_from_slice(&data[pos..pos + len]);
+        pos += len;
+        packet += 1;
+        drive(&mut r, &mut bufs[i], role, packet);
+    }
+    for (i, role) in [(0, Role::Client), (1, Role::Server)] {
+        if !bufs[i].is_empty() {
+            let stamp = Stamp {
+                packet,
+                first_packet: packet,
+                ts_us: 0,
+            };
+            r.decode(&bufs[i], role, false, stamp);
+        }
+    }
+    r.close(Stamp::default());
+});

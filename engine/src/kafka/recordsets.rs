@@ -1,0 +1,418 @@
+//! The record sets of one decoded body, read into the frame: what the Python session's records
+//! hook does (`session._records_hook`, `records.decode_record_set` with a `RecordContext`).
+//!
+//! The body walker leaves each RECORDS field as a span; here each is decoded in walk order with
+//! the topic and partition of the structs enclosing it, its problems become the frame's
+//! anomalies (prefixed `topic[partition]: `, offsets in the frame), its records the frame's
+//! messages, and the frame-wide counters the `record_stats` field. Produced records wait for
+//! their offsets (`offset_delta`) until the broker's answer gives the partition's base offset.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use super::body::{uuid_string, Field as BField, Value as BValue};
+use super::records::{self, control_type_name, Control, Entry, RecordSet};
+use super::topics::{get, TopicNames};
+use crate::codecs::Limits;
+use crate::model::{Direction, Fields, Frame, Message, Status, Value};
+
+/// Frame-wide record counters (the reference's `stats` dict, keys in first-touch order).
+#[derive(Clone, Debug, Default)]
+pub struct FrameStats(pub Vec<(&'static str, u64)>);
+
+impl FrameStats {
+    fn add(&mut self, key: &'static str, n: u64) {
+        match self.0.iter_mut().find(|(k, _)| *k == key) {
+            Some(e) => e.1 += n,
+            None => self.0.push((key, n)),
+        }
+    }
+
+    fn records(&self) -> u64 {
+        self.0
+            .iter()
+            .find(|(k, _)| *k == "records")
+            .map_or(0, |e| e.1)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    /// The `record_stats` field.
+    pub fn value(&self) -> Value {
+        let mut f = Fields::new();
+        for (k, n) in &self.0 {
+            f.set(*k, Value::Int(*n as i64));
+        }
+        Value::Map(f)
+    }
+}
+
+/// The record sets of one body as the frame shows them: by the offset of their first byte,
+/// their decode (the field value) and record count (the summary's).
+#[derive(Default)]
+pub struct Decoded {
+    pub sets: HashMap<usize, (Value, i64)>,
+}
+
+impl Decoded {
+    pub fn record_count(&self, start: usize) -> i64 {
+        self.sets.get(&start).map_or(0, |s| s.1)
+    }
+}
+
+/// How the record sets of a body are read.
+pub struct Hook<'s> {
+    pub direction: Direction,
+    /// A Fetch response may end with a partial batch (normal); elsewhere it is malformed.
+    pub partial_ok: bool,
+    /// Make messages (false when no sink reads them: records are still read and checked).
+    pub messages: bool,
+    pub names: &'s TopicNames,
+}
+
+/// The topic a record set belongs to, as `_locate` names it: the enclosing name, else the
+/// enclosing topic id's learnt name, else the id itself.
+fn topic_of(l: &records::Located<'_>, names: &TopicNames) -> Option<String> {
+    if let Some(t) = &l.topic {
+        return Some(t.to_string());
+    }
+    let id = uuid_string(&l.topic_id?);
+    Some(names.name_of(&id).map_or(id, str::to_owned))
+}
+
+/// Decodes every record set of `fields` (a body read from `data`, the whole frame) into `f`.
+pub fn read_into(
+    f: &mut Frame,
+    data: &[u8],
+    fields: &[BField<'_>],
+    hook: &Hook<'_>,
+    limits: &mut Limits,
+    stats: &mut FrameStats,
+) -> Decoded {
+    let mut out = Decoded::default();
+    for l in records::locate_record_sets(fields) {
+        let Some(bytes) = data.get(l.start..l.end) else {
+            continue;
+        };
+        let topic = topic_of(&l, hook.names);
+        let partition = l.partition;
+        let first = f.messages.len();
+        let rs =
+            records::decode_record_set_in_frame(bytes, hook.partial_ok, limits, stats.records());
+        let place = match &topic {
+            Some(t) => format!("{t}[{}]", py_opt(partition)),
+            None => format!("partition {}", py_opt(partition)),
+        };
+        for p in &rs.problems {
+            let at = p.offset.map(|o| (o + l.start as i128).max(0) as u64);
+            let detail = format!("{place}: {}", p.detail);
+            match p.status {
+                Some(s) => f.flag(status_of(s), p.kind, detail, at),
+                None => f
+                    .anomalies
+                    .push(crate::model::Anomaly::new(p.kind, detail).at(at)),
+            }
+        }
+        for (k, n) in &rs.stats.counts {
+            stats.add(k, *n);
+        }
+        let count = rs.record_count;
+        let value = set_value(&rs);
+        if hook.messages {
+            let partition = partition.map(|p| p as i32);
+            for m in rs.messages {
+                f.messages
+                    .push(message(m, hook.direction, topic.clone(), partition));
+            }
+            if hook.direction == Direction::Produce {
+                await_offsets(&mut f.messages, first);
+            }
+        }
+        out.sets.insert(l.start, (value, count));
+    }
+    out
+}
+
+/// Do the record sets of a body read without a problem (a layout tried without emitting)?
+pub fn fit(data: &[u8], fields: &[BField<'_>], limits: &mut Limits) -> bool {
+    for l in records::locate_record_sets(fields) {
+        let Some(bytes) = data.get(l.start..l.end) else {
+            return false;
+        };
+        let rs = records::decode_record_set_in_frame(bytes, true, limits, 0);
+        if rs.problems.iter().any(|p| p.kind != "message_limit") {
+            return false;
+        }
+    }
+    true
+}
+
+fn py_opt(v: Option<i64>) -> String {
+    v.map_or_else(|| "None".to_owned(), |p| p.to_string())
+}
+
+fn status_of(s: &str) -> Status {
+    match s {
+        "bad_checksum" => Status::BadChecksum,
+        _ => Status::Malformed,
+    }
+}
+
+fn bytes(b: &Option<Cow<'_, [u8]>>) -> Value {
+    b.as_ref().map_or(Value::Null, |b| Value::Bytes(b.to_vec()))
+}
+
+fn message(
+    m: records::Message<'_>,
+    direction: Direction,
+    topic: Option<String>,
+    partition: Option<i32>,
+) -> Message {
+    let detail = m.detail.map(|d| {
+        let mut f = Fields::new();
+        f.set("batch_base_offset", Value::Int(d.batch_base_offset));
+        f.set("producer_id", Value::Int(d.producer_id));
+        f.set("producer_epoch", Value::Int(i64::from(d.producer_epoch)));
+        f.set("base_sequence", Value::Int(i64::from(d.base_sequence)));
+        f.set("transactional", Value::Bool(d.transactional));
+        f.set("magic", Value::Int(2));
+        f
+    });
+    Message {
+        direction: Some(direction),
+        value_size: clamp(m.value_size),
+        topic,
+        partition,
+        offset: Some(clamp(m.offset)),
+        message_id: None,
+        key: m.key.map(Cow::into_owned),
+        value: m.value.map(Cow::into_owned),
+        timestamp_ms: m.timestamp_ms.map(clamp),
+        headers: m.headers.map(|hs| {
+            hs.into_iter()
+                .map(|(k, v)| (k, v.map(Cow::into_owned)))
+                .collect()
+        }),
+        compression: m.compression.map(Cow::Borrowed),
+        checksum_ok: Some(m.checksum_ok),
+        detail,
+        offset_delta: None,
+    }
+}
+
+/// An i128 read from varints, as an i64 (values beyond it only come from damaged varints).
+fn clamp(v: i128) -> i64 {
+    v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+}
+
+/// The record set's field value (the reference's `decode_record_set` dict).
+fn set_value(rs: &RecordSet<'_>) -> Value {
+    let mut out = Fields::new();
+    out.set("size", Value::Int(rs.size as i64));
+    out.set(
+        "batches",
+        Value::List(rs.entries.iter().map(entry).collect()),
+    );
+    if let Some(n) = rs.partial_trailing_bytes {
+        out.set("partial_trailing_bytes", Value::Int(n as i64));
+    }
+    if let Some(n) = rs.undecoded_bytes {
+        out.set("undecoded_bytes", Value::Int(n as i64));
+    }
+    out.set("record_count", Value::Int(rs.record_count));
+    Value::Map(out)
+}
+
+fn ts_type(log_append: bool) -> Value {
+    Value::Str(
+        if log_append {
+            "LogAppendTime"
+        } else {
+            "CreateTime"
+        }
+        .into(),
+    )
+}
+
+fn compression(c: Option<&str>) -> Value {
+    c.map_or(Value::Null, |c| Value::Str(c.into()))
+}
+
+fn entry(e: &Entry<'_>) -> Value {
+    let mut d = Fields::new();
+    let int = Value::Int;
+    match e {
+        Entry::V2(b) => {
+            d.set("base_offset", int(b.base_offset));
+            d.set("batch_length", int(b.batch_length.into()));
+            d.set(
+                "partition_leader_epoch",
+                int(b.partition_leader_epoch.into()),
+            );
+            d.set("magic", int(b.magic.into()));
+            d.set("crc", int(b.crc.into()));
+            d.set("crc_ok", Value::Bool(b.crc_ok));
+            d.set("attributes", int(b.attributes.into()));
+            d.set("compression", compression(b.compression()));
+            d.set("timestamp_type", ts_type(b.attributes & 8 != 0));
+            d.set("is_transactional", Value::Bool(b.attributes & 16 != 0));
+            d.set("is_control", Value::Bool(b.attributes & 32 != 0));
+            d.set("has_delete_horizon", Value::Bool(b.attributes & 64 != 0));
+            d.set("last_offset_delta", int(b.last_offset_delta.into()));
+            d.set("base_timestamp", int(b.base_timestamp));
+            d.set("max_timestamp", int(b.max_timestamp));
+            d.set("producer_id", int(b.producer_id));
+            d.set("producer_epoch", int(b.producer_epoch.into()));
+            d.set("base_sequence", int(b.base_sequence.into()));
+            d.set("records_count", int(b.records_count.into()));
+            d.set("record_count", int(b.record_count));
+            if let Some(cs) = &b.control_records {
+                d.set(
+                    "control_records",
+                    Value::List(cs.iter().map(control).collect()),
+                );
+            }
+        }
+        Entry::Legacy(m) => {
+            d.set("offset", int(m.offset));
+            d.set("message_size", int(m.message_size));
+            d.set("crc", int(m.crc.into()));
+            d.set("crc_ok", Value::Bool(m.crc_ok));
+            d.set("magic", int(m.magic.into()));
+            d.set("attributes", int(m.attributes.into()));
+            d.set("compression", compression(m.compression()));
+            d.set("record_count", int(m.record_count));
+            if let Some((ts, log_append)) = m.timestamp {
+                d.set("timestamp", int(ts));
+                d.set("timestamp_type", ts_type(log_append));
+            }
+            if let Some((n, ok)) = m.inner {
+                d.set("inner_messages", int(n as i64));
+                d.set("inner_crc_ok", Value::Bool(ok));
+            }
+        }
+    }
+    Value::Map(d)
+}
+
+fn control(c: &Control<'_>) -> Value {
+    let mut d = Fields::new();
+    match c {
+        Control::Key(k) => {
+            d.set("key", bytes(k));
+        }
+        Control::Typed {
+            version,
+            ctype,
+            marker,
+            decoded,
+            value,
+        } => {
+            d.set("version", Value::Int((*version).into()));
+            d.set("type", Value::Str(control_type_name(*ctype).into_owned()));
+            if let Some((mv, epoch)) = marker {
+                d.set("marker_version", Value::Int((*mv).into()));
+                d.set("coordinator_epoch", Value::Int((*epoch).into()));
+            } else if let Some(fields) = decoded {
+                d.set(
+                    "value_decoded",
+                    Value::Map(super::fields::convert(fields, &mut Decoded::default())),
+                );
+            } else if value.is_some() {
+                d.set("value", bytes(value));
+            }
+        }
+    }
+    Value::Map(d)
+}
+
+/// The records one partition of a Produce request carries, from `messages[first]` on: a
+/// producer numbers them from 0; until the broker's answer gives the partition's base offset
+/// the offset is unknown (null) and the place among the partition's records is kept.
+pub fn await_offsets(messages: &mut [Message], first: usize) {
+    for (delta, m) in messages.iter_mut().skip(first).enumerate() {
+        m.offset_delta = Some(delta as i64);
+        m.offset = None;
+    }
+}
+
+/// Gives a Produce request's records their offsets from its response (base offset + delta),
+/// for the partitions answered without error and with a base offset; a topic-partition
+/// answered twice with different base offsets is ambiguous and stays null.
+pub fn assign_offsets(messages: &mut [Message], body: &[BField<'_>], names: &TopicNames) {
+    let mut bases: Vec<((String, i64), Option<i64>)> = Vec::new();
+    let Some(BValue::Array(responses)) = get(body, "responses") else {
+        return;
+    };
+    for t in responses {
+        let BValue::Struct(t) = &t.value else {
+            continue;
+        };
+        let keys = topic_keys(t, names);
+        let Some(BValue::Array(parts)) = get(t, "partition_responses") else {
+            continue;
+        };
+        for p in parts {
+            let BValue::Struct(p) = &p.value else {
+                continue;
+            };
+            let (Some(BValue::Int(index)), Some(BValue::Int(0)), Some(BValue::Int(base))) =
+                (get(p, "index"), get(p, "error_code"), get(p, "base_offset"))
+            else {
+                continue;
+            };
+            if *base < 0 {
+                continue;
+            }
+            for k in &keys {
+                let key = (k.clone(), *index);
+                match bases.iter_mut().find(|(bk, _)| *bk == key) {
+                    Some((_, seen)) => {
+                        if *seen != Some(*base) {
+                            *seen = None;
+                        }
+                    }
+                    None => bases.push((key, Some(*base))),
+                }
+            }
+        }
+    }
+    if bases.is_empty() {
+        return;
+    }
+    for m in messages {
+        let (Some(delta), Some(topic), Some(partition)) = (m.offset_delta, &m.topic, m.partition)
+        else {
+            continue;
+        };
+        let base = bases
+            .iter()
+            .find(|((t, p), _)| t == topic && *p == i64::from(partition))
+            .and_then(|(_, b)| *b);
+        if let Some(base) = base {
+            m.offset = Some(base.saturating_add(delta));
+        }
+    }
+}
+
+/// The names a record of topic structure `t` may carry: its name, or its id's learnt name and
+/// the id (a record is named as it was when the request was decoded).
+fn topic_keys(t: &[BField<'_>], names: &TopicNames) -> Vec<String> {
+    if let Some(BValue::Str(name)) = get(t, "name") {
+        return vec![name.to_string()];
+    }
+    let Some(BValue::Uuid(id)) = get(t, "topic_id") else {
+        return Vec::new();
+    };
+    let id = uuid_string(id);
+    match names.name_of(&id) {
+        None => vec![id],
+        Some(known) => vec![known.to_owned(), id],
+    }
+}
