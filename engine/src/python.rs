@@ -316,9 +316,9 @@ impl StreamReader {
     }
 }
 
+mod arrow;
 mod convert;
 mod dissector;
-mod arrow;
 mod from_py;
 mod kafka;
 pub(crate) mod model;
