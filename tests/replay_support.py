@@ -49,6 +49,7 @@ FRAME_ATTRS = (
     "length",
     "peer_packet",
     "latency_us",
+    "messages_counted",
 )
 """What a sink reads of a frame besides its fields, messages and anomalies (not `data`, `context`
 or the output queue's flags)."""

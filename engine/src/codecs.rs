@@ -39,6 +39,20 @@ impl Default for Limits {
 }
 
 impl Limits {
+    /// The `message_limit` anomaly's detail for a frame that carried `total` messages of which
+    /// `kept` were kept as rows, or None when none were left out (the words of Python's
+    /// `Limits.over_messages`). The frame's status does not change: the cap is ours.
+    pub fn over_messages(&self, kept: u64, total: u64) -> Option<String> {
+        (total > kept).then(|| {
+            format!(
+                "{total} messages in the frame; the first {kept} are kept as rows, {} more were \
+                 read and counted only (limit {} per frame)",
+                total - kept,
+                self.max_messages
+            )
+        })
+    }
+
     /// Bytes the next decompression of `compressed` bytes may produce.
     pub fn allowance(&self, compressed: usize) -> u64 {
         let by_ratio = self.ratio_floor.max(compressed as u64 * self.max_ratio);

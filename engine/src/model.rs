@@ -291,6 +291,10 @@ pub struct Frame {
     pub exchange_done: bool,
     /// Set when the frame leaves for the sinks: after that nothing may change it.
     pub released: bool,
+    /// Messages the frame carried past `Limits::max_messages`: read, checked and counted, not
+    /// kept in `messages` (the `message_limit` anomaly says so). Totals count
+    /// `messages.len() + messages_counted`, so the cap bounds memory without changing counts.
+    pub messages_counted: u64,
 }
 
 /// A frame shared by its session, the correlator and the output queue (see the module doc).
@@ -333,6 +337,7 @@ impl Frame {
             awaiting: false,
             exchange_done: false,
             released: false,
+            messages_counted: 0,
         }
     }
 

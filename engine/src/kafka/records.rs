@@ -182,6 +182,9 @@ pub struct RecordSet<'a> {
     pub messages: Vec<Message<'a>>,
     pub problems: Vec<Problem>,
     pub stats: Stats,
+    /// Records read past the frame's cap (`Limits::max_messages`): counted, not kept as
+    /// messages (the frame's `messages_counted`, as the reference's `_counted_only`).
+    pub counted: u64,
 }
 
 struct Ctx<'l, 'a> {
@@ -196,9 +199,19 @@ struct Ctx<'l, 'a> {
     prior_records: i64,
     /// Control records the frame counted before this record set (their dicts are capped too).
     prior_controls: i64,
+    /// Records read past the frame's cap (see `RecordSet::counted`).
+    counted: u64,
 }
 
 impl Ctx<'_, '_> {
+    /// Counts the records of a batch read past the frame's cap (`room` left when the batch
+    /// began), so that totals include the messages not kept as rows (`_counted_only`).
+    fn counted_only(&mut self, read: i64, room: i64) {
+        if read > room.max(0) {
+            self.counted += (read - room.max(0)) as u64;
+        }
+    }
+
     /// Records this frame has counted so far (the reference's `stats["records"]`).
     fn records_so_far(&self) -> i64 {
         let here = self
@@ -324,6 +337,7 @@ pub fn decode_record_set_after<'a>(
         messages: Vec::new(),
         prior_records: prior_records as i64,
         prior_controls: prior_controls as i64,
+        counted: 0,
     };
     let n = data.len();
     let mut out = RecordSet {
@@ -389,6 +403,7 @@ pub fn decode_record_set_after<'a>(
     out.record_count = records;
     out.problems = cx.problems;
     out.stats = cx.stats;
+    out.counted = cx.counted;
     out.messages = cx.messages;
     out
 }
@@ -676,11 +691,13 @@ fn batch_v2<'a>(
     match r {
         Err(RecErr::Bad(msg, off)) => {
             b.record_count = n as i64;
+            cx.counted_only(if control { 0 } else { n as i64 }, room);
             cx.malformed(format!("batch at offset {base_offset}: {msg}"), rel + off);
             return b;
         }
         Err(RecErr::Index) => {
             b.record_count = n as i64;
+            cx.counted_only(if control { 0 } else { n as i64 }, room);
             cx.malformed(
                 format!("batch at offset {base_offset}: record {n} runs past the batch"),
                 rel + p,
@@ -690,6 +707,7 @@ fn batch_v2<'a>(
         Ok(()) => {}
     }
     b.record_count = if control { 0 } else { n as i64 };
+    cx.counted_only(b.record_count, room);
     if !controls.is_empty() {
         b.control_records = Some(controls);
     }
@@ -985,6 +1003,7 @@ fn legacy<'a>(
     }
     m.inner = Some((entries.len(), entries.iter().all(|ok| *ok)));
     m.record_count = (inner_msgs.len() + over) as i64;
+    cx.counted += over as u64;
     cx.messages.extend(inner_msgs);
     if over > 0 && room >= 0 {
         // Once per frame: the wrapper that crossed the cap.
@@ -1018,6 +1037,7 @@ fn legacy_inner<'a>(
         messages: Vec::new(),
         prior_records: cx.prior_records,
         prior_controls: cx.prior_controls,
+        counted: 0,
     };
     let mut msgs: Vec<Message<'_>> = Vec::new();
     let e = legacy(
@@ -1031,6 +1051,7 @@ fn legacy_inner<'a>(
         Some(&mut msgs),
     );
     let (problems, stats) = (tmp_cx.problems, tmp_cx.stats);
+    cx.counted += tmp_cx.counted;
     cx.problems.extend(problems);
     for (k, v) in stats.counts {
         cx.stats.add(k, v);

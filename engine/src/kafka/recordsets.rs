@@ -122,6 +122,7 @@ pub fn read_into(
         for (k, n) in &rs.stats.counts {
             stats.add(k, *n);
         }
+        f.messages_counted += rs.counted;
         let count = rs.record_count;
         let value = set_value(&rs);
         if hook.messages {

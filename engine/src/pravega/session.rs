@@ -9,6 +9,7 @@
 //! mid-frame. TLS on the port makes the connection undecodable. Hello ranges that differ but
 //! overlap are normal; ranges that do not overlap are `version_mismatch`.
 
+use crate::codecs::Limits;
 use std::borrow::Cow;
 
 use super::codec::{decode_fields, decodes_exactly, Cursor, FieldError};
@@ -92,21 +93,6 @@ fn text(fields: &Fields, k: &str) -> Option<String> {
         Some(Value::Str(s)) => Some(s.clone()),
         _ => None,
     }
-}
-
-/// The `message_limit` anomaly for a frame that carried `total` messages of which `kept` were
-/// kept (the words of Python's `Limits.over_messages`).
-fn over_messages(kept: usize, total: usize, max: u64) -> Option<Anomaly> {
-    (total > kept).then(|| {
-        Anomaly::new(
-            "message_limit",
-            format!(
-                "{total} messages in the frame; the first {kept} are kept as rows, {} more were \
-                 read and counted only (limit {max} per frame)",
-                total - kept
-            ),
-        )
-    })
 }
 
 pub struct PravegaSession {
@@ -512,7 +498,7 @@ impl PravegaSession {
                 ));
             }
         }
-        self.over(f, &recs, max);
+        self.over(f, &recs, &ctx.limits.borrow());
         let writer = text(&f.fields, "writer_id").unwrap_or_default();
         let count = recs.count;
         f.messages.reserve(recs.events.len());
@@ -527,9 +513,11 @@ impl PravegaSession {
 
     /// Says so when the frame held more events than it keeps (`Limits.max_messages`); the
     /// status stays: the cap is ours, not the frame's fault.
-    fn over(&self, f: &mut Frame, recs: &Records, max: u64) {
-        if let Some(a) = over_messages(recs.events.len(), recs.count, max) {
-            f.anomalies.push(a);
+    fn over(&self, f: &mut Frame, recs: &Records, limits: &Limits) {
+        let (kept, total) = (recs.events.len() as u64, recs.count as u64);
+        if let Some(detail) = limits.over_messages(kept, total) {
+            f.anomalies.push(Anomaly::new("message_limit", detail));
+            f.messages_counted += total - kept;
         }
     }
 
@@ -597,7 +585,7 @@ impl PravegaSession {
         }
         f.fields.set("data_kind", Value::Str("events".into()));
         f.fields.set("events", Value::Int(split.recs.count as i64));
-        self.over(f, &split.recs, max);
+        self.over(f, &split.recs, &ctx.limits.borrow());
         if split.joined > 0 {
             f.fields
                 .set("joined_from_previous_read", Value::Int(split.joined as i64));

@@ -1214,10 +1214,10 @@ impl PulsarSession {
             body = Cow::Owned(joined.payload);
         }
 
-        let (max_messages, unpacked) = {
+        let unpacked = {
             let mut limits = ctx.limits.borrow_mut();
             let keep = limits.max_messages as usize;
-            (keep, payload::unpack(meta, &body, &mut limits, keep))
+            payload::unpack(meta, &body, &mut limits, keep)
         };
         let poff = Some(sec.payload_offset as u64);
         for (kind, detail) in &unpacked.problems {
@@ -1238,19 +1238,12 @@ impl PulsarSession {
                 Value::Null
             },
         );
-        if unpacked.read > unpacked.entries.len() {
-            let kept = unpacked.entries.len();
-            let total = unpacked.read;
-            f.anomalies.push(
-                Anomaly::new(
-                    "message_limit",
-                    format!(
-                        "{total} messages in the frame; the first {kept} are kept as rows, {} more were read and counted only (limit {max_messages} per frame)",
-                        total - kept
-                    ),
-                )
-                .at(poff),
-            );
+        let (kept, total) = (unpacked.entries.len() as u64, unpacked.read as u64);
+        if let Some(detail) = ctx.limits.borrow().over_messages(kept, total) {
+            // Our cap: the status stays.
+            f.anomalies
+                .push(Anomaly::new("message_limit", detail).at(poff));
+            f.messages_counted += total - kept;
         }
         let singles: Vec<Option<Fields>> = unpacked
             .entries

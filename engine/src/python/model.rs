@@ -66,6 +66,7 @@ impl<'py> Classes<'py> {
         kw.set_item("awaiting", f.awaiting)?;
         kw.set_item("exchange_done", f.exchange_done)?;
         kw.set_item("released", f.released)?;
+        kw.set_item("messages_counted", f.messages_counted)?;
         self.frame.call((), Some(&kw))
     }
 

@@ -102,18 +102,6 @@ impl TankSession {
     }
 }
 
-/// Python's `limits.over_messages`: the `message_limit` anomaly when messages were left out.
-fn over_messages(max: u64, kept: u64, total: u64) -> Option<String> {
-    if total <= kept {
-        return None;
-    }
-    Some(format!(
-        "{total} messages in the frame; the first {kept} are kept as rows, {} more were read and \
-         counted only (limit {max} per frame)",
-        total - kept
-    ))
-}
-
 impl Session for TankSession {
     fn frame_length(&mut self, _ctx: &mut ConnCtx, buf: &[u8], role: Role) -> FrameLen {
         if buf.len() < C::HEADER_SIZE {
@@ -300,9 +288,10 @@ fn decode_frame(ctx: &mut ConnCtx, data: &[u8], role: Role, complete: bool) -> F
                 );
             }
         }
-        if let Some(detail) = over_messages(st.limits.max_messages, st.kept, st.read) {
+        if let Some(detail) = st.limits.over_messages(st.kept, st.read) {
             st.problems
                 .push((Cow::Borrowed("message_limit"), detail, None));
+            f.messages_counted += st.read - st.kept;
         }
         for (kind, detail, offset) in std::mem::take(&mut st.problems) {
             if kind == "decompression_limit" || kind == "message_limit" {
