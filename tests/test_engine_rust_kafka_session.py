@@ -354,3 +354,48 @@ def test_observer_pairs_as_the_decoder(path: Path, monkeypatch: pytest.MonkeyPat
         return sorted(((e.stream, e.type, e.correlation_id, e.status) for e in ex), key=replay_support.key_t)
 
     assert rows(exchanges) == rows(rec.exchanges)
+
+
+def _damaged(compress: Any, at: int) -> Any:
+    """`compress`, then one byte of its output flipped at `at` (counted from the end if negative)."""
+
+    def damaged(payload: bytes) -> bytes:
+        out = bytearray(compress(payload))
+        out[at] ^= 0x5A
+        return bytes(out)
+
+    return damaged
+
+
+@pytest.mark.parametrize(
+    ("codec", "at"),
+    [(3, 20), (3, 4), (4, 12), (2, 10)],
+    ids=["lz4-block", "lz4-magic", "zstd", "snappy"],
+)
+def test_damaged_compressed_batch_identical(codec: int, at: int) -> None:
+    """A v2 batch whose compressed records are damaged: the same anomalies, in the same words
+    (each codec library reports its failure its own way; the Rust side words them as the
+    reference's libraries do)."""
+    import cramjam
+    import lz4.frame
+    import zstandard
+
+    from tests import test_kafka_crafted as crafted
+
+    compress = {
+        2: lambda b: bytes(cramjam.snappy.compress_raw(b)),
+        3: lz4.frame.compress,
+        4: lambda b: zstandard.ZstdCompressor().compress(b),
+    }[codec]
+    records = [crafted.record(i, b"k", b"value-%d" % i * 20) for i in range(8)]
+    frame = crafted.produce_v9(7, "zipped", 1, crafted.batch_v2(50, records, codec, _damaged(compress, at)))
+    s, _ = crafted.new_session()
+    py = crafted.one(s, frame)
+    frames = _engine.replay(
+        "kafka", [(0, "10.0.0.1", 40000, "10.0.0.2", 9092)], [(0, "decode", "client", frame, True, 0, 0, 0)]
+    )[0]
+    (rs,) = frames[0]
+    details = [(a.kind, a.detail, a.offset) for a in py.anomalies]
+    assert any(k in ("decompression_failed", "malformed") for k, _, _ in details), details
+    assert details == [(a.kind, a.detail, a.offset) for a in rs.anomalies]
+    assert (py.status, len(py.messages)) == (rs.status, len(rs.messages))
