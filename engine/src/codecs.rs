@@ -220,6 +220,10 @@ fn lz4f_error_name(e: &lz4_flex::frame::Error, data: &[u8]) -> Option<&'static s
         });
     }
     Some(match e {
+        // liblz4 does not refuse a match offset of 0 (it copies from the current position and
+        // goes on): no liblz4 wording exists for it; lz4_flex's own is kept (a known leniency,
+        // see tests/test_engine_rust_kafka.py `lz4_offset_zero`).
+        E::DecompressionError(lz4_flex::block::DecompressError::OffsetZero) => return None,
         E::DecompressionError(_) => "ERROR_decompressionFailed",
         E::UnsupportedBlocksize(_) | E::BlockTooBig => "ERROR_maxBlockSize_invalid",
         E::UnsupportedVersion(_) => "ERROR_headerVersion_wrong",
