@@ -211,6 +211,46 @@ pub fn fix_lz4_legacy_checksum(data: &[u8]) -> std::borrow::Cow<'_, [u8]> {
     v.into()
 }
 
+/// liblz4's name for a frame decoding error (as the reference's `lz4.frame` reports it:
+/// `LZ4F_decompress failed with code: ERROR_decompressionFailed`).
+fn lz4f_error_name(e: &lz4_flex::frame::Error, data: &[u8]) -> Option<&'static str> {
+    use lz4_flex::frame::Error as E;
+    if let (
+        E::UnsupportedVersion(_) | E::ReservedBitsSet | E::UnsupportedBlocksize(_),
+        Some(&[flg, bd]),
+    ) = (e, data.get(4..6))
+    {
+        // The header flags in liblz4's order of checking (LZ4F_decodeHeader).
+        return Some(if flg & 0b10 != 0 {
+            "ERROR_reservedFlag_set"
+        } else if flg >> 6 != 1 {
+            "ERROR_headerVersion_wrong"
+        } else if bd & 0x80 != 0 {
+            "ERROR_reservedFlag_set"
+        } else if (bd >> 4) & 7 < 4 {
+            "ERROR_maxBlockSize_invalid"
+        } else {
+            "ERROR_reservedFlag_set"
+        });
+    }
+    Some(match e {
+        // liblz4 does not refuse a match offset of 0 (it copies from the current position and
+        // goes on): no liblz4 wording exists for it; lz4_flex's own is kept (a known leniency,
+        // see tests/test_engine_rust_kafka.py `lz4_offset_zero`).
+        E::DecompressionError(lz4_flex::block::DecompressError::OffsetZero) => return None,
+        E::DecompressionError(_) => "ERROR_decompressionFailed",
+        E::UnsupportedBlocksize(_) | E::BlockTooBig => "ERROR_maxBlockSize_invalid",
+        E::UnsupportedVersion(_) => "ERROR_headerVersion_wrong",
+        E::WrongMagicNumber => "ERROR_frameType_unknown",
+        E::ReservedBitsSet => "ERROR_reservedFlag_set",
+        E::HeaderChecksumError => "ERROR_headerChecksum_invalid",
+        E::BlockChecksumError => "ERROR_blockChecksum_invalid",
+        E::ContentChecksumError => "ERROR_contentChecksum_invalid",
+        E::ContentLengthError { .. } => "ERROR_frameSize_wrong",
+        _ => return None,
+    })
+}
+
 /// LZ4 frame format (Kafka codec 3); `legacy_checksum` for magic-0 messages.
 pub fn lz4_frame(data: &[u8], limits: &mut Limits, legacy_checksum: bool) -> Res {
     let data = if legacy_checksum {
@@ -225,8 +265,14 @@ pub fn lz4_frame(data: &[u8], limits: &mut Limits, legacy_checksum: bool) -> Res
     }
     if let Err(e) = read_capped(lz4_flex::frame::FrameDecoder::new(&data[..]), cap, &mut out) {
         limits.decompressed_total += out.len() as u64;
+        let named = e
+            .get_ref()
+            .and_then(|i| i.downcast_ref::<lz4_flex::frame::Error>())
+            .and_then(|e| lz4f_error_name(e, &data));
         return Err(if e.kind() == std::io::ErrorKind::UnexpectedEof {
             Problem::Failed("lz4: frame ends without its end mark".into())
+        } else if let Some(name) = named {
+            Problem::Failed(format!("lz4: LZ4F_decompress failed with code: {name}"))
         } else {
             Problem::Failed(format!("lz4: {e}"))
         });
