@@ -278,3 +278,29 @@ def test_sequence_numbers_wrap_and_int64_overflow_is_left_out() -> None:
     assert (b["first_seqnum"], b["last_seqnum"]) == (top - 3, 5)
     assert [m["seqnum"] for m in b["messages"]] == [top - 3, top - 2, 5]
     assert f.summary == f"req 2 t/0 3 msgs seq {top - 3}..5"
+
+
+def test_message_cap_and_decompression_limit_under_default_limits() -> None:
+    """A Produce carrying 30,000 messages (over `Limits.max_messages`, 25,000: the rest are read
+    and counted, a `message_limit` anomaly, status ok) and a snappy bundle whose preamble declares
+    2 MiB from a few compressed bytes (over the 1 MiB ratio floor: `decompression_limit`, not the
+    frame's fault), then a Consume response with both in one chunk: same in both engines."""
+    many = [crafted.M(b"", ts=1_700_000_000_000) for _ in range(30_000)]
+    big = crafted.bundle(many)
+    bomb = bytes([1 | (1 << 2)]) + crafted.varint(2 << 20) + b"\x00" * 8
+    req = crafted.produce_req(4, [("t", [(0, big), (1, bomb)])])
+    consume = crafted.consume_req(5, [("t", [(0, 10)])])
+    entry = crafted.entry(0, 0, crafted.q(10), crafted.q(30_011), crafted.u32(len(crafted.chunk(big, bomb))))
+    resp = crafted.consume_resp(5, [("t", [entry])], [crafted.chunk(big, bomb)])
+    rec, out = record_steps([(crafted.C, req), (crafted.C, consume), (crafted.S, resp)])
+    assert_same(rec)
+    produce, _, response = out.frames
+    for f in (produce, response):
+        assert f.status == "ok"
+        assert len(f.messages) == 25_000
+        kinds = [a.kind for a in f.anomalies]
+        assert kinds == ["decompression_limit", "message_limit"], f.anomalies
+        assert f.anomalies[1].detail.startswith("30000 messages in the frame; the first 25000 are kept")
+        assert f.anomalies[0].detail.endswith("snappy: declares 2097152 bytes, over the limit of 1048576")
+    # Deliveries are numbered from the entry's base sequence number.
+    assert [m.offset for m in response.messages[:3]] == [10, 11, 12]
