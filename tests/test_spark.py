@@ -229,6 +229,19 @@ def test_report_numbers_equal_pandas_on_the_local_tables(
     for k, (n, rate) in want.items():
         assert got[k][0] == n and got[k][1] == pytest.approx(rate)
 
+    # error rate by topic, over the partitions table (issue 18 item 7)
+    parts = pq.read_table(local / "partitions.parquet").to_pandas()  # type: ignore[operator]
+    presp = parts[parts["kind"] == "response"]
+    want_t = {
+        (p, t): (len(g), int(g["error"].notna().sum()), ",".join(sorted(set(g["error"].dropna()))))
+        for (p, t), g in presp.groupby(["protocol", "topic"], dropna=False)
+    }
+    got_t = {
+        (r["protocol"], r["topic"]): (r["results"], r["errors"], r["error_names"])
+        for r in results["topic_errors"].to_pylist()
+    }
+    assert got_t == want_t and any(e for _, e, _ in want_t.values())
+
     # throughput per second
     f = frames.assign(second=frames["ts"].dt.floor("s"))
     per_sec = f.groupby(["protocol", "second"]).agg(frames=("packet", "size"), bytes=("length", "sum"))
@@ -297,6 +310,7 @@ def test_cli_spark_report_prints_and_writes(exports: dict[str, object], spark, t
             "throughput",
             "topics_by_messages",
             "topics_by_bytes",
+            "topic_errors",
             "unanswered",
             "anomalies",
             "slowest",

@@ -17,6 +17,8 @@ from wiredump.dissect.model import Frame
 
 _REPEATED = frozenset({"capture", "packet", "stream", "protocol"})
 """Columns of the message/anomaly rows that repeat the frame's own."""
+_PARTITION_REPEATED = _REPEATED | {"ts", "role", "kind", "type", "correlation_id", "latency_us"}
+"""Columns of the partitions rows that repeat the frame's own."""
 
 
 def _parsed(row: dict[str, Any]) -> dict[str, Any]:
@@ -32,7 +34,14 @@ def _parsed(row: dict[str, Any]) -> dict[str, Any]:
 
 def frame_object(f: Frame, capture: str, verbose: bool = False) -> dict[str, Any]:
     """The frames-table row of `f` with `detail` as an object (and, `verbose`, its messages and anomalies)."""
-    from wiredump.dissect.tables import anomaly_row, frame_row, json_row, message_row
+    from wiredump.dissect.tables import (
+        PARTITIONS,
+        anomaly_row,
+        frame_row,
+        json_row,
+        message_row,
+        partition_tuples,
+    )
 
     obj = _parsed(json_row("frames", frame_row(f, capture)))
     if verbose:
@@ -47,6 +56,14 @@ def frame_object(f: Frame, capture: str, verbose: bool = False) -> dict[str, Any
         obj["anomalies"] = [
             {k: v for k, v in json_row("anomalies", anomaly_row(a, capture)).items() if k not in _REPEATED}
             for a in f.anomalies
+        ]
+        obj["partitions"] = [
+            {
+                k: v
+                for k, v in json_row("partitions", dict(zip(PARTITIONS.names, r, strict=True))).items()
+                if k not in _PARTITION_REPEATED
+            }
+            for r in partition_tuples(f, capture)
         ]
     return obj
 

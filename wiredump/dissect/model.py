@@ -66,6 +66,30 @@ class Message:
     first); `offset` is null until the broker's answer gives the base offset it adds to (Kafka)."""
 
 
+@dataclass(slots=True)
+class TopicPartition:
+    """One topic (and partition) a frame names, with what the frame says of it there.
+
+    Why typed: the per-topic results of a frame (a Produce response's error and base offset
+    per partition, a Fetch response's high watermark…) sit at different paths in each API's
+    decode; the `partitions` table gives them one shape for every protocol. Filled by the
+    protocol's session (its own `partitions` module says where it finds them); what a
+    protocol does not have stays None.
+    """
+
+    topic: str | None
+    partition: int | None = None
+    error_code: int | None = None
+    error: str | None = None
+    offset: int | None = None
+    """The offset the entry names (a Produce response's base offset, a Fetch request's fetch
+    offset, a committed or listed offset; else the first offset of the records it carries)."""
+    high_watermark: int | None = None
+    log_start_offset: int | None = None
+    records: int | None = None
+    """Records (messages, events) the entry carries."""
+
+
 @dataclass(slots=True, eq=False)
 class Frame:
     """One protocol data unit.
@@ -89,6 +113,8 @@ class Frame:
     messages: list[Message] = field(default_factory=list)
     anomalies: list[Anomaly] = field(default_factory=list)
     context: Any = None
+    partitions: list[TopicPartition] | None = None
+    """The topics/partitions the frame names (see `TopicPartition`); None: it names none."""
     # Filled in by the framing engine.
     role: str = CLIENT
     packet: int = 0
@@ -109,6 +135,10 @@ class Frame:
     released: bool = False
     """Set by the pipeline when the frame leaves for the sinks: after that nothing may change it
     (a response may complete its request's fields only while the request is still held)."""
+    messages_counted: int = 0
+    """Messages the frame carried past `Limits.max_messages`: read, checked and counted, not kept
+    in `messages` (the `message_limit` anomaly says so). Totals (`wiredump stats`) count
+    `len(messages) + messages_counted`, so the cap bounds memory without changing the counts."""
 
     def flag(self, status: str, kind: str, detail: str, offset: int | None = None) -> None:
         """Mark the frame with a status and record why; the first non-ok status wins."""

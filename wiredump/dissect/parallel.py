@@ -51,6 +51,7 @@ SORT_KEYS: dict[str, tuple[str, ...]] = {
     "anomalies": ("packet",),
     "exchanges": ("request_packet", "response_packet"),
     "connections": ("stream",),
+    "partitions": ("packet",),
 }
 
 

@@ -1,7 +1,7 @@
 """`wiredump spark report`: Spark SQL over the tables of an export directory.
 
-Each report is one SQL query over the five tables (registered as temporary views
-`frames`, `exchanges`, `messages`, `anomalies`, `connections`), so the same queries
+Each report is one SQL query over the tables (registered as temporary views
+`frames`, `exchanges`, `messages`, `anomalies`, `connections`, `partitions`), so the same queries
 can be pasted into a notebook. Definitions:
 
 - latency: per protocol and type, over `exchanges`: how many, how many answered,
@@ -15,6 +15,9 @@ can be pasted into a notebook. Definitions:
   lengths on the wire) and messages (by the packet that carried them).
 - topics: per protocol and topic: messages and value bytes (produced + delivered),
   the top N by messages and the top N by bytes.
+- topic_errors: per protocol and topic, over the per-topic/partition results of responses
+  (`partitions.kind = 'response'`): results, those with an error, the share, and the error
+  names; one row per result, so a Produce response for three partitions counts three.
 - unanswered: every request that expected a response and got none.
 - anomalies: per protocol and kind: count, captures, first packet.
 - slowest: the N exchanges with the highest latency.
@@ -127,6 +130,21 @@ REPORTS: tuple[Report, ...] = (
         top=True,
     ),
     Report(
+        "topic_errors",
+        "Error rate by topic (per-partition results of responses)",
+        """
+        SELECT protocol, topic,
+               count(*) AS results,
+               count_if(error IS NOT NULL) AS errors,
+               count_if(error IS NOT NULL) / count(*) AS rate,
+               array_join(array_sort(collect_set(error)), ',') AS error_names
+        FROM partitions
+        WHERE kind = 'response'
+        GROUP BY protocol, topic
+        ORDER BY errors DESC, rate DESC, protocol, topic
+        """,
+    ),
+    Report(
         "unanswered",
         "Unanswered requests",
         """
@@ -162,7 +180,7 @@ REPORT_NAMES = tuple(r.name for r in REPORTS)
 
 
 def register_views(spark: SparkSession, root: str) -> None:
-    """The five tables of `root` as temporary views named after them."""
+    """The tables of `root` as temporary views named after them."""
     for name in TABLES:
         read_table(spark, root, name).createOrReplaceTempView(name)
 

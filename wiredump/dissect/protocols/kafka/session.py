@@ -33,7 +33,7 @@ from wiredump.dissect.model import (
     Message,
 )
 from wiredump.dissect.protocols.base import NEED_MORE, NOT_A_FRAME, ConnContext, Session
-from wiredump.dissect.protocols.kafka import embedded, schema, topics
+from wiredump.dissect.protocols.kafka import embedded, partitions, schema, topics
 from wiredump.dissect.protocols.kafka.body import Bad, BodyDecoder, decode_body
 from wiredump.dissect.protocols.kafka.records import BadRecord, RecordContext, decode_record_set
 from wiredump.dissect.protocols.kafka.summary import summarize
@@ -683,6 +683,7 @@ class KafkaSession(Session):
             f.fields["record_stats"] = stats
         if not self.observe:
             f.summary = summarize(f, body, None, self.topics)
+            f.partitions = partitions.of_body(api_key, "request", read, self.topics) or None
         return f
 
     def _sasl_authenticate(self, body: dict[str, Any]) -> None:
@@ -866,6 +867,7 @@ class KafkaSession(Session):
         self._handshakes.pop(corr, None)
         if not self.observe:
             f.summary = summarize(f, body, req, self.topics)
+            f.partitions = partitions.of_body(api_key, "response", f.fields.get("body"), self.topics) or None
         return f
 
     def _answers(self, data: bytes, req: Frame) -> bool:
@@ -935,6 +937,7 @@ class KafkaSession(Session):
         if stats:
             f.fields["record_stats"] = stats
         f.summary = summarize(f, body, None, self.topics) + " (no request; layout guessed)"
+        f.partitions = partitions.of_body(key, "response", f.fields.get("body"), self.topics) or None
 
     @staticmethod
     def _resp_body_start(data: bytes, key: int, v: int) -> int | None:

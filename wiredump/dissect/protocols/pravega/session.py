@@ -41,6 +41,7 @@ from wiredump.dissect.model import (
     Message,
 )
 from wiredump.dissect.protocols.base import NEED_MORE, NOT_A_FRAME, UNDECODABLE, ConnContext, Session
+from wiredump.dissect.protocols.pravega import partitions
 from wiredump.dissect.protocols.pravega.codec import BadField, decode_fields
 from wiredump.dissect.protocols.pravega.commands import (
     BOTH,
@@ -226,6 +227,7 @@ class PravegaSession(Session):
         finally:
             _trim_data(fields)
             f.summary = summarize(f, fields)
+            f.partitions = partitions.of_frame(f, self._writer_segment)
         return [f]
 
     def _interpret(self, f: Frame, cmd: Command, role: str, ok: bool) -> None:
@@ -364,6 +366,7 @@ class PravegaSession(Session):
         over = self.ctx.limits.over_messages(len(recs.events), recs.count)
         if over is not None:
             f.anomalies.append(Anomaly(*over))
+            f.messages_counted += recs.count - len(recs.events)
 
     def _produce(self, f: Frame, writer: str, payloads: list[bytes], last_event: int, count: int) -> None:
         segment = self._writer_segment.get(writer)

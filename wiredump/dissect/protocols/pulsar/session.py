@@ -29,7 +29,7 @@ from wiredump.dissect.model import (
     Message,
 )
 from wiredump.dissect.protocols.base import NEED_MORE, NOT_A_FRAME, UNDECODABLE, ConnContext, Session
-from wiredump.dissect.protocols.pulsar import describe, pairing, payload, schema
+from wiredump.dissect.protocols.pulsar import describe, pairing, partitions, payload, schema
 from wiredump.dissect.protocols.pulsar.chunks import ChunkAssembler
 
 PROTOCOL = "pulsar"
@@ -308,6 +308,8 @@ class PulsarSession(Session):
         self._ids(f, sub, extra)
         self._pair(f, role, raw_t, sub, extra)
         self._state(f, role, raw_t, sub, extra)
+        topic = partitions.topic_in(f, extra) or self._topic_of(f)
+        f.partitions = partitions.of_frame(f, topic, partition_of(topic))
         if not f.summary:
             f.summary = describe.line(f.type, cmd, extra)
         return [f]
@@ -661,6 +663,7 @@ class PulsarSession(Session):
         over = self.ctx.limits.over_messages(len(unpacked.entries), unpacked.read)
         if over is not None:
             f.anomalies.append(Anomaly(*over, sec.payload_offset))  # our cap: the status stays
+            f.messages_counted += unpacked.read - len(unpacked.entries)
         if fields["batch_entries"] is not None:
             fields["entries"] = [
                 {"batch_index": e.batch_index, "single_metadata": e.single_dict, "value_size": e.value_size}

@@ -27,6 +27,7 @@ from wiredump.dissect.model import (
 )
 from wiredump.dissect.protocols.base import NEED_MORE, NOT_A_FRAME, ConnContext, Session
 from wiredump.dissect.protocols.tank import constants as C
+from wiredump.dissect.protocols.tank import partitions
 from wiredump.dissect.protocols.tank.common import DecodeState
 from wiredump.dissect.protocols.tank.requests import REQUESTS
 from wiredump.dissect.protocols.tank.responses import RESPONSES, UnknownFlag
@@ -166,6 +167,7 @@ class TankSession(Session):
         over = self.ctx.limits.over_messages(st.kept, st.read)
         if over is not None:
             st.problems.append((*over, None))
+            f.messages_counted += st.read - st.kept
         for kind, detail, offset in st.problems:
             if kind in (LIMIT, MESSAGE_LIMIT):
                 f.anomalies.append(Anomaly(kind, detail, offset))  # our cap, not the frame's fault
@@ -179,6 +181,7 @@ class TankSession(Session):
             elif f.anomalies:
                 f.summary = f"{rid}{f.anomalies[0].detail}"
         self._correlate(f, msg_id)
+        f.partitions = partitions.of_frame(f)
         return [f]
 
     def _pair(self, frame: Frame, key: Any) -> Frame | None:
