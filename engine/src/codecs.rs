@@ -383,6 +383,7 @@ pub fn zlib_stream(data: &[u8], limits: &mut Limits) -> Partial {
         return (None, Some(Problem::Failed(detail)));
     }
     out.truncate((cap + 1).min(out.len() as u64) as usize);
+    out.shrink_to_fit(); // the room reserved was only an upper bound
     let n = data.len();
     match limited(limits, n, out, cap, "zlib") {
         Ok(out) => (Some(out), None),
@@ -518,19 +519,24 @@ mod tests {
         let mut l = Limits::default();
         assert_eq!(lz4_block(&block, text.len() as i64, &mut l).unwrap(), text);
         // A larger declared size gives what the block holds (python-lz4 does the same).
-        assert_eq!(lz4_block(&block, text.len() as i64 + 9, &mut l).unwrap(), text);
+        assert_eq!(
+            lz4_block(&block, text.len() as i64 + 9, &mut l).unwrap(),
+            text
+        );
         // Too small a room: refused.
         assert_eq!(
             lz4_block(&block, 10, &mut l).unwrap_err(),
             Problem::Failed("lz4: corrupt block (or more than 10 bytes out)".into())
         );
         // Hand-made: 5 literals "abcde", then (as the last sequence must be) literals only.
-        assert_eq!(lz4_block_decode(&[0x50, b'a', b'b', b'c', b'd', b'e'], 5).unwrap(), b"abcde");
+        assert_eq!(
+            lz4_block_decode(&[0x50, b'a', b'b', b'c', b'd', b'e'], 5).unwrap(),
+            b"abcde"
+        );
         // A match reaching before the start of the output is refused.
         let bad = [0x14, b'a', 0x09, 0x00, 0x50, b'v', b'w', b'x', b'y', b'z'];
         assert!(lz4_block_decode(&bad, 64).is_err());
         let good = [0x14, b'a', 0x01, 0x00, 0x50, b'v', b'w', b'x', b'y', b'z'];
         assert_eq!(lz4_block_decode(&good, 64).unwrap(), b"aaaaaaaaavwxyz");
     }
-
 }
