@@ -3,7 +3,8 @@
 Property-based: real streams from the captures, mutated (bytes flipped, cut,
 duplicated, garbage inserted) and re-chunked, must always come out as frames with
 a valid status and anomalies — never an exception. A bounded number of examples
-keeps the regular run fast; `scripts/fuzz.py` runs the same properties for longer.
+keeps the regular run fast; `scripts/fuzz` fuzzes the same sessions coverage-guided, for longer
+(fuzz/atheris, docs/fuzzing.md).
 """
 
 from __future__ import annotations

@@ -310,6 +310,7 @@ def test_cli_spark_report_prints_and_writes(exports: dict[str, object], spark, t
             "throughput",
             "topics_by_messages",
             "topics_by_bytes",
+            "topic_errors",
             "unanswered",
             "anomalies",
             "slowest",

@@ -1,4 +1,4 @@
-"""`wiredump export`: the five tables as Parquet or JSON lines."""
+"""`wiredump export`: the tables (docs/tables.md) as Parquet or JSON lines."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def writable_dir(out: Path) -> None:
 
 @app.command(
     "export",
-    help="Write the frames, exchanges, messages, anomalies and connections tables "
+    help="Write the frames, exchanges, messages, anomalies, connections and partitions tables "
     "as DIR/<table>.parquet (or .jsonl).\n\n"
     "Example: wiredump export samples/*.pcap -o out/   (schema: docs/tables.md)",
 )

@@ -135,6 +135,10 @@ class Frame:
     released: bool = False
     """Set by the pipeline when the frame leaves for the sinks: after that nothing may change it
     (a response may complete its request's fields only while the request is still held)."""
+    messages_counted: int = 0
+    """Messages the frame carried past `Limits.max_messages`: read, checked and counted, not kept
+    in `messages` (the `message_limit` anomaly says so). Totals (`wiredump stats`) count
+    `len(messages) + messages_counted`, so the cap bounds memory without changing the counts."""
 
     def flag(self, status: str, kind: str, detail: str, offset: int | None = None) -> None:
         """Mark the frame with a status and record why; the first non-ok status wins."""

@@ -230,7 +230,7 @@ class StatsCollector:
         t = self._type(f.protocol, f.type)
         t.frames += 1
         t.bytes += f.length
-        n = len(f.messages)
+        n = len(f.messages) + f.messages_counted  # every message carried, kept as a row or not
         t.messages += n
         if f.kind == "request":
             t.requests += 1

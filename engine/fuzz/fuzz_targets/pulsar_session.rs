@@ -1,6 +1,7 @@
-//! Fuzzes the Pulsar session as the framing engine drives it: the input is a sequence of
-//! chunks `[head][bytes…]` (head bit 0: the role, the other bits: the chunk's length), fed to a
-//! small framer per direction (frame_length, decode of whole frames, resync over what is not a
+//! Fuzzes the Pulsar session as the framing engine drives it. The input is the session format the
+//! atheris targets share (fuzz/atheris/_harness.py): byte 0 picks the limits (bit 0: a message cap
+//! of 3), then records `[role: bit 0 = server][u16 big-endian length][bytes]` (a record cut short
+//! takes what is left), fed to a small framer per direction (frame_length, decode of whole frames, resync over what is not a
 //! frame, the bytes left decoded as cut at the end, close). Checks that nothing panics, that
 //! every field span lies inside its frame and that no frame is asked for beyond the hard ceiling.
 
@@ -65,22 +66,30 @@ fn pump(r: &mut Replay, buf: &mut Vec<u8>, role: Role, dead: &mut bool, packet: 
 }
 
 fuzz_target!(|data: &[u8]| {
+    let Some((&profile, mut rest)) = data.split_first() else {
+        return;
+    };
     let proto = Pulsar;
     let ctx = ConnCtx::standalone(proto.name(), 1);
+    if profile & 1 != 0 {
+        ctx.limits.borrow_mut().max_messages = 3;
+    }
     let mut r = Replay::new(&proto, ctx);
     let mut bufs = [Vec::new(), Vec::new()];
     let mut dead = [false, false];
-    let mut pos = 0;
     let mut packet = 0;
-    while pos < data.len() {
-        let head = data[pos];
-        pos += 1;
+    while let Some((&head, tail)) = rest.split_first() {
         let role = if head & 1 == 0 { Role::Client } else { Role::Server };
-        let n = (usize::from(head >> 1) * 7 + 1).min(data.len() - pos);
+        let n = match tail {
+            [a, b, ..] => usize::from(u16::from_be_bytes([*a, *b])),
+            _ => 0,
+        };
+        let body = tail.get(2..).unwrap_or(&[]);
+        let chunk = &body[..n.min(body.len())];
+        rest = &body[chunk.len()..];
         let i = usize::from(head & 1);
         packet += 1;
-        bufs[i].extend_from_slice(&data[pos..pos + n]);
-        pos += n;
+        bufs[i].extend_from_slice(chunk);
         pump(&mut r, &mut bufs[i], role, &mut dead[i], packet);
     }
     for (i, role) in [(0, Role::Client), (1, Role::Server)] {

@@ -194,6 +194,8 @@ struct Ctx<'l, 'a> {
     messages: Vec<Message<'a>>,
     /// Records the frame counted before this record set (the frame's message cap spans them).
     prior_records: i64,
+    /// Control records the frame counted before this record set (their dicts are capped too).
+    prior_controls: i64,
 }
 
 impl Ctx<'_, '_> {
@@ -206,6 +208,18 @@ impl Ctx<'_, '_> {
             .find(|(k, _)| *k == "records")
             .map_or(0, |e| e.1 as i64);
         self.prior_records + here
+    }
+
+    /// Control records this frame has counted so far (the reference's
+    /// `stats["control_records"]`).
+    fn controls_so_far(&self) -> i64 {
+        let here = self
+            .stats
+            .counts
+            .iter()
+            .find(|(k, _)| *k == "control_records")
+            .map_or(0, |e| e.1 as i64);
+        self.prior_controls + here
     }
 
     fn problem(
@@ -287,6 +301,20 @@ pub fn decode_record_set_in_frame<'a>(
     limits: &mut Limits,
     prior_records: u64,
 ) -> RecordSet<'a> {
+    decode_record_set_after(data, partial_ok, limits, prior_records, 0)
+}
+
+/// [`decode_record_set_in_frame`] when the frame's earlier record sets also counted
+/// `prior_controls` control records: a frame keeps at most `Limits::max_messages` control
+/// record dicts over all its sets (a compressed control batch can hold millions), and counts
+/// them all (`control_records` in the stats).
+pub fn decode_record_set_after<'a>(
+    data: &'a [u8],
+    partial_ok: bool,
+    limits: &mut Limits,
+    prior_records: u64,
+    prior_controls: u64,
+) -> RecordSet<'a> {
     let mut cx = Ctx {
         limits,
         partial_ok,
@@ -295,6 +323,7 @@ pub fn decode_record_set_in_frame<'a>(
         stats: Stats::default(),
         messages: Vec::new(),
         prior_records: prior_records as i64,
+        prior_controls: prior_controls as i64,
     };
     let n = data.len();
     let mut out = RecordSet {
@@ -526,6 +555,8 @@ fn batch_v2<'a>(
     };
     // The frame's message cap (`Limits::max_messages`) left for this batch.
     let room = cx.limits.max_messages as i64 - cx.records_so_far();
+    // Control records are not messages, but the frame keeps at most max_messages of them too.
+    let control_room = cx.limits.max_messages as i64 - cx.controls_so_far();
     let mut controls = Vec::new();
     let mut p = p0 as i128;
     let mut n = 0usize;
@@ -616,7 +647,9 @@ fn batch_v2<'a>(
                 ));
             }
             if control {
-                controls.push(control_record(key, value));
+                if (i as i64) < control_room {
+                    controls.push(control_record(key, value));
+                }
                 continue;
             }
             if (i as i64) >= room {
@@ -670,6 +703,21 @@ fn batch_v2<'a>(
         );
     }
     let max = cx.limits.max_messages;
+    if control {
+        cx.stats.add("control_records", n as u64);
+        let n = n as i64;
+        if control_room >= 0 && n > control_room {
+            cx.problem(
+                None,
+                "message_limit",
+                format!(
+                    "batch at offset {base_offset}: control records past the frame's {max}th were read and checked, not kept ({} of {n})",
+                    n - control_room
+                ),
+                Some(pos as i128),
+            );
+        }
+    }
     if room >= 0 && b.record_count > room {
         // Counted, not materialised (whatever the command, so the note is the same everywhere).
         cx.problem(
@@ -969,6 +1017,7 @@ fn legacy_inner<'a>(
         stats: Stats::default(),
         messages: Vec::new(),
         prior_records: cx.prior_records,
+        prior_controls: cx.prior_controls,
     };
     let mut msgs: Vec<Message<'_>> = Vec::new();
     let e = legacy(

@@ -333,9 +333,10 @@ fn entry<'py>(py: Python<'py>, e: &Entry<'_>) -> PyResult<Bound<'py, PyDict>> {
 /// value, timestamp_ms, headers, compression, checksum_ok, detail), `anomalies` (kind, detail,
 /// offset) with the reference's `topic[partition]: ` prefix and offsets from `base`, `status`
 /// the first non-ok status ("ok" when none), `stats` the counters. `max_messages` is the
-/// frame's message cap, `prior_records` the records its earlier record sets counted.
+/// frame's message cap, `prior_records` the records its earlier record sets counted and
+/// `prior_controls` their control records.
 #[pyfunction]
-#[pyo3(signature = (data, partial_ok=false, topic=None, partition=None, base=0, max_messages=25_000, prior_records=0))]
+#[pyo3(signature = (data, partial_ok=false, topic=None, partition=None, base=0, max_messages=25_000, prior_records=0, prior_controls=0))]
 #[allow(clippy::too_many_arguments)]
 fn kafka_records<'py>(
     py: Python<'py>,
@@ -346,12 +347,19 @@ fn kafka_records<'py>(
     base: i64,
     max_messages: u64,
     prior_records: u64,
+    prior_controls: u64,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let mut limits = Limits {
         max_messages,
         ..Limits::default()
     };
-    let rs = records::decode_record_set_in_frame(data, partial_ok, &mut limits, prior_records);
+    let rs = records::decode_record_set_after(
+        data,
+        partial_ok,
+        &mut limits,
+        prior_records,
+        prior_controls,
+    );
     let out = PyDict::new(py);
     out.set_item("size", rs.size)?;
     let batches = PyList::empty(py);

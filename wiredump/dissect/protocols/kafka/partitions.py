@@ -46,6 +46,12 @@ class PartitionArray:
 
     field: str
     struct: bool
+    index: tuple[str, ...] = ()
+    """The partition-number fields the struct has (in any version), tried in this order."""
+    offsets: tuple[str, ...] = ()
+    """The `OFFSET_KEYS` the struct has, in their order of preference."""
+    records: bool = False
+    """The struct carries a record set."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +83,11 @@ def _partition_arrays(fields: list[dict[str, Any]]) -> tuple[PartitionArray, ...
             continue
         sub = g.get("fields")
         if sub:
-            if any(h["name"] in PARTITION_KEYS and h["type"] == "int32" for h in sub):
-                out.append(PartitionArray(g["name"], True))
+            have = {h["name"]: h["type"] for h in sub}
+            index = tuple(k for k in PARTITION_KEYS if have.get(k) == "int32")
+            if index:
+                offsets = tuple(k for k in OFFSET_KEYS if have.get(k) == "int64")
+                out.append(PartitionArray(g["name"], True, index, offsets, have.get("records") == "records"))
         elif gtype == "[]int32" and g["name"] in PARTITION_LISTS:
             out.append(PartitionArray(g["name"], False))
     return tuple(out)
@@ -175,32 +184,40 @@ def _records(p: dict[str, Any]) -> tuple[int | None, int | None]:
 
 
 def _partition_row(
-    topic: str | None, t_error: int | None, p: dict[str, Any], response: bool
+    topic: str | None, t_error: int | None, p: dict[str, Any], pa: PartitionArray, response: bool
 ) -> TopicPartition:
+    """One partition struct's row; only the fields its schema has are looked up (this runs for every
+    partition of every frame, so the lookups are planned once per API in `PartitionArray`)."""
     partition = None
-    for k in PARTITION_KEYS:
-        partition = _int(p.get(k))
-        if partition is not None:
+    for k in pa.index:
+        partition = p.get(k)
+        if type(partition) is int:
             break
-    code = _int(p.get("error_code"))
-    if code is None:
+        partition = None
+    code = p.get("error_code")
+    if type(code) is not int:
         code = t_error
     offset = None
-    for k in OFFSET_KEYS:
-        offset = _int(p.get(k))
-        if offset is not None:
+    for k in pa.offsets:
+        offset = p.get(k)
+        if type(offset) is int:
             break
-    count, first = _records(p)
-    if offset is None and response:  # a request's batches carry client-side offsets (0), not the log's
-        offset = first
+        offset = None
+    count = None
+    if pa.records:
+        count, first = _records(p)
+        if offset is None and response:  # a request's batches carry client-side offsets (0), not the log's
+            offset = first
+    hw = p.get("high_watermark")
+    lso = p.get("log_start_offset")
     return TopicPartition(
         topic,
         partition,
         code,
-        _error(code),
+        schema.error_name(code) if code else None,
         offset,
-        _int(p.get("high_watermark")),
-        _int(p.get("log_start_offset")),
+        hw if type(hw) is int else None,
+        lso if type(lso) is int else None,
         count,
     )
 
@@ -224,7 +241,7 @@ def _collect(
                     continue
                 for p in parts:
                     if pa.struct and isinstance(p, dict):
-                        out.append(_partition_row(topic, t_error, p, response))
+                        out.append(_partition_row(topic, t_error, p, pa, response))
                     elif not pa.struct and _int(p) is not None:
                         out.append(TopicPartition(topic, p, t_error, _error(t_error)))
             if len(out) == n:  # no partitions listed: the topic's own result

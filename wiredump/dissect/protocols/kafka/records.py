@@ -96,6 +96,13 @@ def _count(stats: dict[str, int], key: str, n: int = 1) -> None:
     stats[key] = stats.get(key, 0) + n
 
 
+def _counted_only(rc: RecordContext, read: int, room: int) -> None:
+    """Count on the frame the records of a batch read past its cap (`room` left when the batch
+    began), so totals include the messages that are not kept as rows."""
+    if rc.emit and read > max(room, 0):
+        rc.frame.messages_counted += read - max(room, 0)
+
+
 def decode_record_set(data: bytes, rc: RecordContext, depth: int = 0) -> dict[str, Any]:
     """Decode every batch/message in `data`; returns the decode for the frame's fields."""
     n = len(data)
@@ -259,6 +266,9 @@ def _batch_v2(data: bytes, pos: int, end: int, base_offset: int, rc: RecordConte
     # timeline): a frame's status must not depend on which command or filter asked for it.
     msgs = rc.frame.messages if emit and rc.messages else None
     room = rc.limits.max_messages - stats.get("records", 0)  # the frame's cap (Limits.max_messages)
+    # Control records are not messages, but a compressed control batch can hold millions: the
+    # frame keeps at most max_messages of their dicts too, and counts them all.
+    control_room = rc.limits.max_messages - stats.get("control_records", 0)
     ts_fixed = max_ts if log_append else None
     direction, topic, partition = rc.direction, rc.topic, rc.partition
     controls: list[dict[str, Any]] = []
@@ -356,7 +366,8 @@ def _batch_v2(data: bytes, pos: int, end: int, base_offset: int, rc: RecordConte
             if p != rec_end:
                 raise BadRecord(f"record {n} ends at {p}, declared end {rec_end}", p)
             if control:
-                controls.append(_control(key, value))
+                if n < control_room:
+                    controls.append(_control(key, value))
                 continue
             if msgs is not None and n < room:
                 msgs.append(
@@ -380,10 +391,12 @@ def _batch_v2(data: bytes, pos: int, end: int, base_offset: int, rc: RecordConte
             n = count  # every record read (also when there are none)
     except BadRecord as e:
         b["record_count"] = n
+        _counted_only(rc, n if not control else 0, room)
         _problem(rc, MALFORMED, "malformed", f"batch at offset {base_offset}: {e}", rel + e.offset)
         return b
     except IndexError:
         b["record_count"] = n
+        _counted_only(rc, n if not control else 0, room)
         _problem(
             rc,
             MALFORMED,
@@ -403,6 +416,18 @@ def _batch_v2(data: bytes, pos: int, end: int, base_offset: int, rc: RecordConte
             f"batch at offset {base_offset}: {rend - p} bytes after the last record",
             rel + p,
         )
+    _counted_only(rc, b["record_count"], room)
+    if control:
+        stats["control_records"] = stats.get("control_records", 0) + n
+        if emit and n > control_room >= 0:
+            _problem(
+                rc,
+                None,
+                MESSAGE_LIMIT,
+                f"batch at offset {base_offset}: control records past the frame's {rc.limits.max_messages}th "
+                f"were read and checked, not kept ({n - control_room} of {n})",
+                pos,
+            )
     if emit and b["record_count"] > room >= 0:
         # Counted, not materialised (whatever the command, so the anomaly is the same everywhere).
         _problem(
@@ -601,6 +626,8 @@ def _legacy(
     m["inner_messages"] = entries
     m["inner_crc_ok"] = crc_all
     m["record_count"] = len(inner_msgs) + over
+    if rc.emit:
+        rc.frame.messages_counted += over
     if over and rc.emit and room >= 0:  # once per frame: the wrapper that crossed the cap
         _problem(
             rc,

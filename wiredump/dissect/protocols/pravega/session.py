@@ -366,6 +366,7 @@ class PravegaSession(Session):
         over = self.ctx.limits.over_messages(len(recs.events), recs.count)
         if over is not None:
             f.anomalies.append(Anomaly(*over))
+            f.messages_counted += recs.count - len(recs.events)
 
     def _produce(self, f: Frame, writer: str, payloads: list[bytes], last_event: int, count: int) -> None:
         segment = self._writer_segment.get(writer)

@@ -663,6 +663,7 @@ class PulsarSession(Session):
         over = self.ctx.limits.over_messages(len(unpacked.entries), unpacked.read)
         if over is not None:
             f.anomalies.append(Anomaly(*over, sec.payload_offset))  # our cap: the status stays
+            f.messages_counted += unpacked.read - len(unpacked.entries)
         if fields["batch_entries"] is not None:
             fields["entries"] = [
                 {"batch_index": e.batch_index, "single_metadata": e.single_dict, "value_size": e.value_size}

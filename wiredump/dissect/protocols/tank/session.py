@@ -167,6 +167,7 @@ class TankSession(Session):
         over = self.ctx.limits.over_messages(st.kept, st.read)
         if over is not None:
             st.problems.append((*over, None))
+            f.messages_counted += st.read - st.kept
         for kind, detail, offset in st.problems:
             if kind in (LIMIT, MESSAGE_LIMIT):
                 f.anomalies.append(Anomaly(kind, detail, offset))  # our cap, not the frame's fault
