@@ -402,6 +402,11 @@ def main() -> None:
     ap.add_argument("--rebuild", action="store_true")
     ap.add_argument("--commands", default="timeline,stats,export")
     ap.add_argument("--build", help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--engine",
+        default="python,native",
+        help="engines to run, comma-separated (python, rust, native); each command runs once per engine",
+    )
     args = ap.parse_args()
     if args.build:
         DATA.mkdir(parents=True, exist_ok=True)
@@ -416,7 +421,7 @@ def main() -> None:
         f"{os.cpu_count()} CPUs; limits {MAX_RSS_MB} MB, {MAX_SECONDS} s"
     )
     print(
-        f"{'capture':<22} {'size':>9} {'command':<9} {'wall s':>7} {'CPU s':>7} {'peak MB':>8} {'exit':>4} "
+        f"{'capture':<22} {'size':>9} {'engine':<7} {'command':<9} {'wall s':>7} {'CPU s':>7} {'peak MB':>8} {'exit':>4} "
         f"{'tb':>3}  verdict"
     )
     failures = 0
@@ -429,29 +434,30 @@ def main() -> None:
             subprocess.run([sys.executable, __file__, "--build", name], check=True)
         size = path.stat().st_size
         kinds = ""
-        for command in commands:
-            out = DATA / f"{name}.{command}.out"
-            wd = [sys.executable, "-m", "wiredump"]
+        for engine, command in [(e, c) for e in args.engine.split(",") for c in commands]:
+            out = DATA / f"{name}.{engine}.{command}.out"
+            wd = [sys.executable, "-m", "wiredump", "--engine", engine]
             if command == "timeline":
                 cmd = [*wd, str(path)]
             elif command == "stats":
                 cmd = [*wd, "stats", str(path)]
             else:
-                out_dir = DATA / f"{name}.export"
+                out_dir = DATA / f"{name}.{engine}.export"
                 shutil.rmtree(out_dir, ignore_errors=True)
                 cmd = [*wd, "export", str(path), "-o", str(out_dir)]
             seconds, rss, cpu, code, tb = run(cmd, out)
             ok = rss <= MAX_RSS_MB and seconds <= MAX_SECONDS and not tb and code == 0
             failures += not ok
             print(
-                f"{name:<22} {size / 1e6:>7.2f}MB {command:<9} {seconds:>7.2f} {cpu:>7.2f} {rss:>8.1f} {code:>4} "
+                f"{name:<22} {size / 1e6:>7.2f}MB {engine:<7} {command:<9} {seconds:>7.2f} {cpu:>7.2f} {rss:>8.1f} {code:>4} "
                 f"{'yes' if tb else 'no':>3}  {'ok' if ok else 'OVER'}",
                 flush=True,
             )
-            if command == "export":
-                kinds = anomaly_kinds(DATA / f"{name}.export")
+            if command == "export" and code == 0:
+                kinds += f" {engine}: {anomaly_kinds(out_dir)}"
+                shutil.rmtree(out_dir, ignore_errors=True)
         if kinds:
-            print(f"{'':<22} anomalies: {kinds}", flush=True)
+            print(f"{'':<22} anomalies:{kinds}", flush=True)
     print(f"{failures} figure(s) over the limits")
     sys.exit(1 if failures else 0)
 

@@ -35,10 +35,23 @@ class Result:
     max_rss_mb: float
     packets: int
     rc: int
+    cpu: float = 0.0
+    """User + system CPU seconds of the child (the machine is shared: wall time alone misleads)."""
+    nbytes: int = 0
+    """Size of the capture read, for MB/s."""
 
     @property
     def rate(self) -> float:
         return self.packets / self.seconds if self.seconds else 0.0
+
+    @property
+    def per_core(self) -> float:
+        """Packets per CPU second: the rate one core sustains, whatever the load."""
+        return self.packets / self.cpu if self.cpu else 0.0
+
+    @property
+    def mb_s(self) -> float:
+        return self.nbytes / 1e6 / self.seconds if self.seconds else 0.0
 
 
 def count_packets(path: Path) -> int:
@@ -50,7 +63,9 @@ def count_packets(path: Path) -> int:
     return n
 
 
-def timed(name: str, argv: list[str], packets: int, stdout_path: Path | None = None) -> Result:
+def timed(
+    name: str, argv: list[str], packets: int, stdout_path: Path | None = None, nbytes: int = 0
+) -> Result:
     out = open(stdout_path, "wb") if stdout_path else subprocess.DEVNULL
     env = dict(os.environ, CI="true")
     t0 = time.perf_counter()
@@ -64,7 +79,8 @@ def timed(name: str, argv: list[str], packets: int, stdout_path: Path | None = N
         out.close()  # type: ignore[union-attr]
     if proc.returncode != 0:
         print(f"{name}: exit {proc.returncode}: {err.decode(errors='replace')[-500:]}", file=sys.stderr)
-    return Result(name, seconds, usage.ru_maxrss / 1024, packets, proc.returncode)
+    cpu = usage.ru_utime + usage.ru_stime
+    return Result(name, seconds, usage.ru_maxrss / 1024, packets, proc.returncode, cpu, nbytes)
 
 
 def wiredump() -> list[str]:
@@ -73,54 +89,96 @@ def wiredump() -> list[str]:
 
 
 def table(results: list[Result]) -> str:
-    lines = [f"{'command':<58} {'wall s':>8} {'packets/s':>11} {'peak RSS MB':>12}"]
+    lines = [
+        f"{'command':<52} {'wall s':>8} {'CPU s':>8} {'packets/s':>11} {'pkts/s/core':>12} "
+        f"{'MB/s':>7} {'peak RSS MB':>12}"
+    ]
     for r in results:
         flag = "" if r.rc == 0 else f"  (exit {r.rc})"
-        lines.append(f"{r.name:<58} {r.seconds:>8.2f} {r.rate:>11,.0f} {r.max_rss_mb:>12.1f}{flag}")
+        lines.append(
+            f"{r.name:<52} {r.seconds:>8.2f} {r.cpu:>8.2f} {r.rate:>11,.0f} {r.per_core:>12,.0f} "
+            f"{r.mb_s:>7.1f} {r.max_rss_mb:>12.1f}{flag}"
+        )
     return "\n".join(lines)
+
+
+TSHARK_FIELDS = ["-T", "fields", "-e", "kafka.api_key", "-e", "kafka.correlation_id"]
+
+
+def one_size(label: str, cap: Path, packets: int, tmp: Path, engine: list[str], workers: int) -> list[Result]:
+    """tshark and wiredump, timeline and export, on one capture: the four commands side by side."""
+    size = cap.stat().st_size
+    results: list[Result] = []
+    if shutil.which("tshark"):
+        results.append(
+            timed(
+                f"[{label}] tshark -r X -n > file",
+                ["tshark", "-r", str(cap), "-n"],
+                packets,
+                tmp / "t1.txt",
+                size,
+            )
+        )
+        results.append(
+            timed(
+                f"[{label}] tshark -T fields -e api_key -e correlation_id",
+                ["tshark", "-r", str(cap), "-n", *TSHARK_FIELDS],
+                packets,
+                tmp / "t2.txt",
+                size,
+            )
+        )
+    results.append(
+        timed(f"[{label}] wiredump X > file", [*wiredump(), *engine, str(cap)], packets, tmp / "w1.txt", size)
+    )
+    export = [*wiredump(), *engine, "export", str(cap), "-o", str(tmp / f"out-{label}")]
+    if workers:
+        export += ["--workers", str(workers)]
+    results.append(timed(f"[{label}] wiredump export X -o DIR", export, packets, None, size))
+    shutil.rmtree(tmp / f"out-{label}", ignore_errors=True)
+    return results
+
+
+def ratios(label: str, results: list[Result]) -> list[str]:
+    """The goals of issue 15 for one capture size, in wall and in CPU time."""
+    by = {r.name: r for r in results}
+    t_text = by.get(f"[{label}] tshark -r X -n > file")
+    t_fields = by.get(f"[{label}] tshark -T fields -e api_key -e correlation_id")
+    w_text = by[f"[{label}] wiredump X > file"]
+    w_export = by[f"[{label}] wiredump export X -o DIR"]
+    out = []
+    if t_text and t_fields:
+        out.append(
+            f"[{label}] timeline vs tshark -n:      {t_text.seconds / w_text.seconds:6.2f}x wall, "
+            f"{t_text.cpu / max(w_text.cpu, 1e-9):6.2f}x CPU  (goal ≥ 3x)"
+        )
+        out.append(
+            f"[{label}] export vs tshark -T fields: {t_fields.seconds / w_export.seconds:6.2f}x wall, "
+            f"{t_fields.cpu / max(w_export.cpu, 1e-9):6.2f}x CPU  (goal ≥ 10x)"
+        )
+    out.append(
+        f"[{label}] peak RSS: timeline {w_text.max_rss_mb:.1f} MB, export {w_export.max_rss_mb:.1f} MB  (goal ≤ 150 MB)"
+    )
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("capture", type=Path)
-    ap.add_argument("--scale", type=int, default=0, help="also export a capture this many times larger")
+    ap.add_argument(
+        "--scale", type=int, default=0, help="also run everything on a capture this many times larger"
+    )
     ap.add_argument("--spark", action="store_true", help="also time spark export with 1 and 2 cores")
     ap.add_argument("--workers", type=int, default=0, help="pass --workers N to wiredump export")
+    ap.add_argument("--engine", default="native", help="wiredump's engine (python, rust, native)")
     args = ap.parse_args()
     cap = args.capture
     packets = count_packets(cap)
     tmp = Path(tempfile.mkdtemp(prefix="wiredump-bench-"))
+    engine = ["--engine", args.engine]
     results: list[Result] = []
-    have_tshark = shutil.which("tshark") is not None
+    sizes = [("1x", cap, packets)]
     try:
-        if have_tshark:
-            results.append(
-                timed("tshark -r X -n > file", ["tshark", "-r", str(cap), "-n"], packets, tmp / "t1.txt")
-            )
-            results.append(
-                timed(
-                    "tshark -r X -n -T fields -e kafka.api_key -e kafka.correlation_id",
-                    [
-                        "tshark",
-                        "-r",
-                        str(cap),
-                        "-n",
-                        "-T",
-                        "fields",
-                        "-e",
-                        "kafka.api_key",
-                        "-e",
-                        "kafka.correlation_id",
-                    ],
-                    packets,
-                    tmp / "t2.txt",
-                )
-            )
-        results.append(timed("wiredump X > file", [*wiredump(), str(cap)], packets, tmp / "w1.txt"))
-        export = [*wiredump(), "export", str(cap), "-o", str(tmp / "out")]
-        if args.workers:
-            export += ["--workers", str(args.workers)]
-        results.append(timed("wiredump export X -o DIR", export, packets))
         if args.scale > 1:
             big = tmp / f"x{args.scale}.pcap"
             subprocess.run(
@@ -134,14 +192,11 @@ def main() -> None:
                 ],
                 check=True,
             )
-            results.append(
-                timed(
-                    f"wiredump export ({args.scale}x capture) -o DIR",
-                    [*wiredump(), "export", str(big), "-o", str(tmp / "outbig")],
-                    packets * args.scale,
-                )
-            )
-            big.unlink()
+            sizes.append((f"{args.scale}x", big, count_packets(big)))
+        for label, path, n in sizes:
+            results += one_size(label, path, n, tmp, engine, args.workers)
+            for f in tmp.glob("*.txt"):
+                f.unlink()
         if args.spark:
             capset = [str(cap)] * 4
             for cores in (1, 2):
@@ -163,17 +218,17 @@ def main() -> None:
                 )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"capture: {cap} ({packets:,} packets, {cap.stat().st_size / 1e6:.1f} MB)")
+    for label, path, n in sizes:
+        print(
+            f"capture {label}: {path.name} ({n:,} packets, {path.stat().st_size / 1e6:.1f} MB)"
+            if path.exists()
+            else f"capture {label}: {n:,} packets"
+        )
+    print(f"engine: {args.engine}; load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(table(results))
-    by = {r.name.split(" (")[0] if "(" in r.name else r.name: r for r in results}
-    if have_tshark:
-        t_text, t_fields = results[0], results[1]
-        w_text = by["wiredump X > file"]
-        w_export = by["wiredump export X -o DIR"]
-        print()
-        print(f"timeline vs tshark -n:          {t_text.seconds / w_text.seconds:5.2f}x  (goal ≥ 1x)")
-        print(f"export vs tshark -T fields:     {t_fields.seconds / w_export.seconds:5.2f}x  (goal ≥ 3x)")
-        print(f"export peak RSS:                {w_export.max_rss_mb:6.1f} MB (goal ≤ 150 MB)")
+    print()
+    for label, _, _ in sizes:
+        print("\n".join(ratios(label, results)))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, UsageError, app, make_options
-from wiredump.cli.source import Progress, Run
+from wiredump.cli.source import Progress, Run, _record_hook
 from wiredump.cli.timeline import ProgressOpt
 from wiredump.dissect.capture import open_capture
 from wiredump.dissect.parallel import auto_workers
@@ -36,6 +36,37 @@ def _with_progress(paths: list[str], options: Options) -> Iterator[Any]:
     merge of the workers' tables that follows has no bar of its own).
     """
     return Run(paths, options, progress=True, times=False).events()
+
+
+def _export_native(
+    captures: list[str], out: Path, fmt: str, values: bool, options: Options, progress: bool
+) -> tuple[dict[str, int], list[CaptureEnd]]:
+    """The export's fast path on the native engine: the tables are built in Rust.
+
+    Each capture's records go from the engine into the Rust table builders and leave as
+    record batches the writers write (`TableSet.add_native`): the files are those the event
+    path makes, with no Python object per frame.
+    """
+    from wiredump.dissect.pipeline import open_source
+    from wiredump.dissect.tables import TableSet
+
+    run = Run(captures, options, progress=progress and Progress.wanted(), times=False)
+    ends: list[CaptureEnd] = []
+    try:
+        tables = TableSet(out, fmt=fmt, values=values)
+        try:
+            for path, size in zip(run.paths, run.sizes, strict=True):
+                dissector = open_source(path, options)
+                if run.progress.enabled:
+                    dissector.on_record = _record_hook(dissector, run.progress, None)
+                ends.append(tables.add_native(dissector))
+                run.progress.finish_file(size)
+        finally:
+            run.progress.close()
+            counts = tables.close()
+    except OSError as e:  # the disk filled up, the directory went away…
+        raise UsageError(f"{e.filename or out}: {e.strerror or e}") from None
+    return counts, ends
 
 
 @contextmanager
@@ -121,6 +152,8 @@ def export(
             counts, ends = export_parallel(list(captures), out, fmt, values, options, n, source)
         except OSError as e:
             raise UsageError(f"{e.filename or out}: {e.strerror or e}") from None
+    elif options.engine == "native":
+        counts, ends = _export_native(list(captures), out, fmt, values, options, progress)
     else:
         ends = []
         run = Run(list(captures), options, progress=progress and Progress.wanted(), times=False)

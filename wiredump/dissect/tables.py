@@ -337,6 +337,20 @@ def json_line(name: str, row: tuple[Any, ...]) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
+def batch_tuples(batch: pa.RecordBatch) -> Iterator[tuple[Any, ...]]:
+    """A record batch's rows as tuples in schema order, valued as `TableBuilder`'s rows are.
+
+    Timestamps are read as their integer count of units (not `datetime`), as the builder
+    holds them.
+    """
+    cols = []
+    for f, col in zip(batch.schema, batch.columns, strict=True):
+        if pa.types.is_timestamp(f.type):
+            col = col.cast(pa.int64())
+        cols.append(col.to_pylist())
+    return zip(*cols, strict=True)
+
+
 # -- events → batches ----------------------------------------------------------------------------------
 class TableBuffer:
     """Rows of one table waiting to become a record batch."""
@@ -528,6 +542,21 @@ class TableWriter:
             name = self.name
             self._fh.writelines(json_line(name, r) + "\n" for r in rows)
 
+    def write_batch(self, batch: pa.RecordBatch) -> None:
+        """A record batch built by the native engine, written as one row group (or its JSON lines).
+
+        The batch has the declared schema, so the Parquet bytes are those `write_rows` makes
+        of the same rows; its JSON lines go through `json_line` as Python's rows do
+        (timestamps read as their integers, so the text is the same to the digit).
+        """
+        if batch.num_rows == 0:
+            return
+        if self._pq is not None:
+            self._pq.write_batch(batch, row_group_size=batch.num_rows)
+        else:
+            assert self._fh is not None
+            self._fh.writelines(json_line(self.name, r) + "\n" for r in batch_tuples(batch))
+
     def flush(self) -> None:
         self.write_rows(self.buffer.take())
 
@@ -557,10 +586,38 @@ class TableSet:
         out_dir.mkdir(parents=True, exist_ok=True)
         ext = "parquet" if fmt == "parquet" else "jsonl"
         self.values = values
+        self.batch_rows = batch_rows
+        self.batch_bytes = batch_bytes
+        self.feed: Any = None  # the Rust builders (`wiredump._engine.TableFeed`), once `add_native` runs
         self.builder = TableBuilder(values, batch_rows, batch_bytes)
         self.writers = {
             n: TableWriter(n, out_dir / f"{n}.{ext}", fmt, batch_rows, batch_bytes) for n in TABLES
         }
+
+    def add_native(self, dissector: Any) -> Any:
+        """One capture dissected by the native engine, its tables built in Rust (the fast path).
+
+        `dissector` is a `wiredump._engine.Dissector` not iterated otherwise. No Python
+        object is made per frame: the Rust builders (`arrow_out`) cut the same bounded
+        batches `TableBuilder` does, and each crosses through the Arrow C stream interface
+        to its writer. The builders are shared by every capture of the set, as `TableBuilder` is.
+        Returns the capture's `pipeline.CaptureEnd` (its packets and truncation).
+        """
+        from wiredump.dissect.pipeline import CaptureEnd
+
+        if self.feed is None:
+            from wiredump._engine import TableFeed
+
+            self.feed = TableFeed(self.values, self.batch_rows, self.batch_bytes)
+        feed, write = self.feed, self._write_native
+        while (ready := feed.pump(dissector)) is not None:
+            write(ready)
+        return CaptureEnd(*feed.capture_end)
+
+    def _write_native(self, ready: list[tuple[str, Any]]) -> None:
+        for name, stream in ready:
+            for batch in pa.RecordBatchReader.from_stream(stream):
+                self.writers[name].write_batch(batch)
 
     def add_events(self, events: Iterable[Any]) -> None:
         writers = self.writers
@@ -570,9 +627,14 @@ class TableSet:
     def close(self) -> dict[str, int]:
         for name, rows in self.builder.finish():
             self.writers[name].write_rows(rows)
+        if self.feed is not None:
+            self._write_native(self.feed.finish())
         for w in self.writers.values():
             w.close()
         counts = self.builder.counts()
+        if self.feed is not None:
+            for n, c in self.feed.counts():
+                counts[n] += c
         for n, w in self.writers.items():  # rows added straight to a writer
             counts[n] += w.count
         return counts

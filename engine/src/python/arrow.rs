@@ -89,6 +89,18 @@ impl ArrowStream {
     }
 }
 
+impl ArrowStream {
+    /// One table's batches (the export's fast path hands them out one at a time, see
+    /// `dissector::TableFeed`).
+    pub(super) fn new(table: &'static str, schema: SchemaRef, batches: Vec<RecordBatch>) -> Self {
+        ArrowStream {
+            table,
+            schema,
+            batches,
+        }
+    }
+}
+
 /// The batches in the order they filled up: (table, rows).
 type BatchOrder = Vec<(&'static str, usize)>;
 

@@ -9,13 +9,15 @@
 use std::collections::VecDeque;
 use std::io::Cursor;
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
+use super::arrow::ArrowStream;
 use super::convert::{self, Classes};
 use super::model;
 use super::{capture_error, PyReader};
+use crate::arrow_out::{Table, TableOptions, TableSet, BATCH_BYTES, BATCH_ROWS};
 use crate::capture::{CaptureReader, Input};
 use crate::codecs::Limits;
 use crate::pipeline::{Dissection, EngineLimits, Options, Record};
@@ -252,7 +254,138 @@ impl Dissector {
     }
 }
 
+/// Ready batches as the feed hands them to Python: `(table, ArrowStream of one batch)`.
+type Batches = Vec<(&'static str, Py<ArrowStream>)>;
+
+/// Records read between two calls of the capture's `on_record` hook while the tables are fed
+/// (the progress bar needs no more; the packet times wait in the engine meanwhile).
+const HOOK_EVERY: usize = 1024;
+
+/// The export's fast path: the native engine's records go straight into the Rust table
+/// builders (`arrow_out::TableSet`), no Python object is made per frame, and Python receives
+/// bounded record batches through the Arrow C stream interface to write.
+///
+/// One feed serves every capture of a run (a batch may hold rows of several captures, as
+/// Python's `TableBuilder` cuts them): `pump(dissector)` until it returns `None`, for each
+/// capture in turn, then `finish()`. Every table `arrow_out` builds is handed out under its
+/// name, so a table added there (`partitions`) reaches the writers with no change here.
+#[pyclass(unsendable, module = "wiredump._engine")]
+pub struct TableFeed {
+    set: TableSet,
+    /// The end of the capture pumped last (its packets and truncation, for the command's report).
+    end: Option<crate::pipeline::CaptureEnd>,
+}
+
+fn table_error(e: arrow_schema::ArrowError) -> PyErr {
+    PyRuntimeError::new_err(format!("building the tables: {e}"))
+}
+
+#[pymethods]
+impl TableFeed {
+    #[new]
+    #[pyo3(signature = (values=false, batch_rows=BATCH_ROWS, batch_bytes=BATCH_BYTES))]
+    fn new(values: bool, batch_rows: usize, batch_bytes: usize) -> Self {
+        TableFeed {
+            set: TableSet::new(TableOptions {
+                values,
+                batch_rows,
+                batch_bytes,
+            }),
+            end: None,
+        }
+    }
+
+    /// Dissects `dissector`'s capture until at least one batch is ready, and returns the ready
+    /// batches in the order they filled up; `None` once the capture is wholly read (its last
+    /// partial batches stay until `finish`). The dissector must not be iterated as well.
+    fn pump(
+        &mut self,
+        py: Python<'_>,
+        mut dissector: PyRefMut<'_, Dissector>,
+    ) -> PyResult<Option<Batches>> {
+        let d = &mut *dissector;
+        let name = d.run.cap.name.clone();
+        let mut since_hook = 0usize;
+        loop {
+            let Some(rec) = d.run.next_record() else {
+                d.records(py)?;
+                return Ok(None);
+            };
+            match rec {
+                Record::Frame(f) => {
+                    let f = f.borrow();
+                    self.set.frame(&name, &f).map_err(table_error)?;
+                    for a in &f.anomalies {
+                        self.set.anomaly(&name, a).map_err(table_error)?;
+                    }
+                }
+                Record::Anomaly(a) => self.set.anomaly(&name, &a).map_err(table_error)?,
+                Record::Exchange(e) => self.set.exchange(&name, &e).map_err(table_error)?,
+                Record::Connection(c) => self.set.connection(&name, &c).map_err(table_error)?,
+                Record::CaptureEnd(e) => self.end = Some(e),
+            }
+            since_hook += 1;
+            if since_hook >= HOOK_EVERY {
+                since_hook = 0;
+                d.records(py)?;
+            }
+            let ready = self.ready(py)?;
+            if !ready.is_empty() {
+                d.records(py)?;
+                return Ok(Some(ready));
+            }
+        }
+    }
+
+    /// The end of the capture last pumped to its end: `(name, packets, truncated,
+    /// skipped_unknown_link)`, as `pipeline.CaptureEnd` holds them; `None` before.
+    #[getter]
+    fn capture_end(&self) -> Option<(String, u64, Option<String>, u64)> {
+        self.end.as_ref().map(|e| {
+            (
+                e.name.clone(),
+                e.packets,
+                e.truncated.clone(),
+                e.skipped_unknown_link,
+            )
+        })
+    }
+
+    /// The last, partial batch of every table, in declaration order (call once, at the end).
+    fn finish(&mut self, py: Python<'_>) -> PyResult<Batches> {
+        self.set.finish().map_err(table_error)?;
+        self.ready(py)
+    }
+
+    /// Rows handed out so far: `{table: rows}` for every table the builders make.
+    fn counts(&self) -> Vec<(&'static str, u64)> {
+        self.set
+            .counts()
+            .into_iter()
+            .map(|(t, n)| (t.name(), n))
+            .collect()
+    }
+
+    /// The tables the builders make, in declaration order.
+    #[staticmethod]
+    fn tables() -> Vec<&'static str> {
+        Table::ALL.iter().map(|t| t.name()).collect()
+    }
+}
+
+impl TableFeed {
+    fn ready(&mut self, py: Python<'_>) -> PyResult<Batches> {
+        let mut out = Vec::new();
+        while let Some((t, b)) = self.set.pop() {
+            let stream = ArrowStream::new(t.name(), self.set.schema(t), vec![b]);
+            out.push((t.name(), Py::new(py, stream)?));
+        }
+        Ok(out)
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Dissector>()?;
+    m.add_class::<TableFeed>()?;
     Ok(())
 }
