@@ -271,3 +271,25 @@ def test_registry_options() -> None:
             limits=Limits(max_connections=1, closed_linger_us=1000, half_open_us=1000),
         )
         assert_same(path, protocols=NATIVE, limits=Limits(max_decompressed=4096, max_messages=3))
+
+
+def test_record_hook_sees_every_record_and_may_read_the_reader() -> None:
+    """`on_record` (the CLI's packet times and progress) gets every record's number and time, the
+    Python reader's, before the events of that record, and may read the reader meanwhile."""
+    from wiredump.dissect.capture import open_capture
+    from wiredump.dissect.pipeline import dissect_capture, open_source
+
+    path = str(ROOT / "samples" / "kafka-basic.pcap")
+    expected = [(r.number, r.ts_us) for r in open_capture(path)]
+    reader = open_source(path, Options(engine="native", protocols=()))
+    seen: list[tuple[int, int]] = []
+
+    def on_record(number: int, ts_us: int) -> None:
+        assert reader.bytes_read > 0
+        seen.append((number, ts_us))
+
+    reader.on_record = on_record
+    for ev in dissect_capture(reader, Options(engine="native", protocols=())):
+        packet = getattr(ev.obj, "packet", None) or getattr(ev.obj, "packets", 0)
+        assert seen and seen[-1][0] >= packet, "an event before its packet's record"
+    assert seen == expected

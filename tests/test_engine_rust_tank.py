@@ -81,6 +81,62 @@ def test_capture(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     }
     assert mine == want
     assert all(f.status == "ok" for f in frames)
+    check_spans(R.record(path_of(name), "tank", monkeypatch), got)
+
+
+LE_INTS = {
+    "payload_size",
+    "client_version",
+    "request_id",
+    "partition",
+    "required_acks",
+    "ack_timeout_ms",
+    "max_wait_ms",
+    "min_bytes",
+    "seqnum",
+    "fetch_size",
+    "header_length",
+    "error_or_flags",
+    "base_seqnum",
+    "high_watermark",
+    "chunk_length",
+    "timestamp_ms",
+}
+"""Fields read as one little-endian integer: their span's bytes are the value."""
+STR8 = {"client_id", "name", "topic"}
+"""Fields read as str8: their span is the length byte and the text."""
+
+
+def value_at(fields: dict, path: str):  # type: ignore[no-untyped-def,type-arg]
+    v = fields
+    for part in path.split("."):
+        v = v[int(part)] if isinstance(v, list) else v[part]
+    return v
+
+
+def check_spans(rec: R.Recording, got: R.Replayed, some: bool = True) -> None:
+    """Every field span lies inside its frame, and the wire bytes under it are the value: the
+    integers read as little-endian numbers, the str8 texts as their length byte and bytes."""
+    checked = 0
+    for call, frames, spans in zip(rec.calls, got.frames, got.spans, strict=True):
+        data = call[3] if call[1] == "decode" else b""
+        for f, fs in zip(frames, spans, strict=True):
+            for path, start, end in fs:
+                assert 0 <= start <= end <= len(data), (f.type, path, start, end)
+                leaf, v = path.rsplit(".", 1)[-1], value_at(f.fields, path)
+                if leaf in LE_INTS and isinstance(v, int) and not isinstance(v, bool):
+                    assert int.from_bytes(data[start:end], "little") == v, (f.type, path)
+                    checked += 1
+                elif leaf in STR8 and isinstance(v, str):
+                    assert (
+                        data[start] == end - start - 1
+                        and data[start + 1 : end].decode("utf-8", "replace") == v
+                    ), (
+                        f.type,
+                        path,
+                    )
+                    checked += 1
+    assert checked or not some
 
 
 def variant_recs(cap: V.Capture, kind: str) -> list[list[V.Rec]]:
@@ -110,9 +166,7 @@ def test_variant(name: str, kind: str, tmp_path: Path, monkeypatch: pytest.Monke
     cap = V.read(path_of(name))
     for i, recs in enumerate(variant_recs(cap, kind)):
         path = V.write(cap, recs, tmp_path / f"{kind}-{i}.pcap")
-        rec = R.record(path, "tank", monkeypatch)
-        diffs = R.differences(rec, R.replay(rec))
-        assert diffs == [], f"{kind} #{i}:\n" + "\n".join(diffs)
+        assert_same(R.record(path, "tank", monkeypatch), f"{kind} #{i}:\n")
 
 
 # -- the crafted frames ---------------------------------------------------------------------------
@@ -143,8 +197,11 @@ def record_steps(steps, limits: Limits | None = None) -> tuple[R.Recording, craf
 
 
 def assert_same(rec: R.Recording, what: str = "") -> None:
-    diffs = R.differences(rec, R.replay(rec))
+    """No difference between the engines, and the Rust spans hold the values (`check_spans`)."""
+    got = R.replay(rec)
+    diffs = R.differences(rec, got)
     assert diffs == [], what + "\n".join(diffs)
+    check_spans(rec, got, some=False)
 
 
 @pytest.mark.parametrize("test", CRAFTED, ids=[f.__name__ for f in CRAFTED])
@@ -278,3 +335,29 @@ def test_sequence_numbers_wrap_and_int64_overflow_is_left_out() -> None:
     assert (b["first_seqnum"], b["last_seqnum"]) == (top - 3, 5)
     assert [m["seqnum"] for m in b["messages"]] == [top - 3, top - 2, 5]
     assert f.summary == f"req 2 t/0 3 msgs seq {top - 3}..5"
+
+
+def test_message_cap_and_decompression_limit_under_default_limits() -> None:
+    """A Produce carrying 30,000 messages (over `Limits.max_messages`, 25,000: the rest are read
+    and counted, a `message_limit` anomaly, status ok) and a snappy bundle whose preamble declares
+    2 MiB from a few compressed bytes (over the 1 MiB ratio floor: `decompression_limit`, not the
+    frame's fault), then a Consume response with both in one chunk: same in both engines."""
+    many = [crafted.M(b"", ts=1_700_000_000_000) for _ in range(30_000)]
+    big = crafted.bundle(many)
+    bomb = bytes([1 | (1 << 2)]) + crafted.varint(2 << 20) + b"\x00" * 8
+    req = crafted.produce_req(4, [("t", [(0, big), (1, bomb)])])
+    consume = crafted.consume_req(5, [("t", [(0, 10)])])
+    entry = crafted.entry(0, 0, crafted.q(10), crafted.q(30_011), crafted.u32(len(crafted.chunk(big, bomb))))
+    resp = crafted.consume_resp(5, [("t", [entry])], [crafted.chunk(big, bomb)])
+    rec, out = record_steps([(crafted.C, req), (crafted.C, consume), (crafted.S, resp)])
+    assert_same(rec)
+    produce, _, response = out.frames
+    for f in (produce, response):
+        assert f.status == "ok"
+        assert len(f.messages) == 25_000
+        kinds = [a.kind for a in f.anomalies]
+        assert kinds == ["decompression_limit", "message_limit"], f.anomalies
+        assert f.anomalies[1].detail.startswith("30000 messages in the frame; the first 25000 are kept")
+        assert f.anomalies[0].detail.endswith("snappy: declares 2097152 bytes, over the limit of 1048576")
+    # Deliveries are numbered from the entry's base sequence number.
+    assert [m.offset for m in response.messages[:3]] == [10, 11, 12]

@@ -211,6 +211,46 @@ pub fn fix_lz4_legacy_checksum(data: &[u8]) -> std::borrow::Cow<'_, [u8]> {
     v.into()
 }
 
+/// liblz4's name for a frame decoding error (as the reference's `lz4.frame` reports it:
+/// `LZ4F_decompress failed with code: ERROR_decompressionFailed`).
+fn lz4f_error_name(e: &lz4_flex::frame::Error, data: &[u8]) -> Option<&'static str> {
+    use lz4_flex::frame::Error as E;
+    if let (
+        E::UnsupportedVersion(_) | E::ReservedBitsSet | E::UnsupportedBlocksize(_),
+        Some(&[flg, bd]),
+    ) = (e, data.get(4..6))
+    {
+        // The header flags in liblz4's order of checking (LZ4F_decodeHeader).
+        return Some(if flg & 0b10 != 0 {
+            "ERROR_reservedFlag_set"
+        } else if flg >> 6 != 1 {
+            "ERROR_headerVersion_wrong"
+        } else if bd & 0x80 != 0 {
+            "ERROR_reservedFlag_set"
+        } else if (bd >> 4) & 7 < 4 {
+            "ERROR_maxBlockSize_invalid"
+        } else {
+            "ERROR_reservedFlag_set"
+        });
+    }
+    Some(match e {
+        // liblz4 does not refuse a match offset of 0 (it copies from the current position and
+        // goes on): no liblz4 wording exists for it; lz4_flex's own is kept (a known leniency,
+        // see tests/test_engine_rust_kafka.py `lz4_offset_zero`).
+        E::DecompressionError(lz4_flex::block::DecompressError::OffsetZero) => return None,
+        E::DecompressionError(_) => "ERROR_decompressionFailed",
+        E::UnsupportedBlocksize(_) | E::BlockTooBig => "ERROR_maxBlockSize_invalid",
+        E::UnsupportedVersion(_) => "ERROR_headerVersion_wrong",
+        E::WrongMagicNumber => "ERROR_frameType_unknown",
+        E::ReservedBitsSet => "ERROR_reservedFlag_set",
+        E::HeaderChecksumError => "ERROR_headerChecksum_invalid",
+        E::BlockChecksumError => "ERROR_blockChecksum_invalid",
+        E::ContentChecksumError => "ERROR_contentChecksum_invalid",
+        E::ContentLengthError { .. } => "ERROR_frameSize_wrong",
+        _ => return None,
+    })
+}
+
 /// LZ4 frame format (Kafka codec 3); `legacy_checksum` for magic-0 messages.
 pub fn lz4_frame(data: &[u8], limits: &mut Limits, legacy_checksum: bool) -> Res {
     let data = if legacy_checksum {
@@ -225,8 +265,14 @@ pub fn lz4_frame(data: &[u8], limits: &mut Limits, legacy_checksum: bool) -> Res
     }
     if let Err(e) = read_capped(lz4_flex::frame::FrameDecoder::new(&data[..]), cap, &mut out) {
         limits.decompressed_total += out.len() as u64;
+        let named = e
+            .get_ref()
+            .and_then(|i| i.downcast_ref::<lz4_flex::frame::Error>())
+            .and_then(|e| lz4f_error_name(e, &data));
         return Err(if e.kind() == std::io::ErrorKind::UnexpectedEof {
             Problem::Failed("lz4: frame ends without its end mark".into())
+        } else if let Some(name) = named {
+            Problem::Failed(format!("lz4: LZ4F_decompress failed with code: {name}"))
         } else {
             Problem::Failed(format!("lz4: {e}"))
         });
@@ -268,10 +314,8 @@ pub fn lz4_block(data: &[u8], size: i64, limits: &mut Limits) -> Res {
             "lz4: declared size {size} over the limit of {cap}"
         )));
     }
-    let mut out = vec![0u8; size as usize];
-    match lz4_flex::block::decompress_into(data, &mut out) {
-        Ok(n) => {
-            out.truncate(n);
+    match lz4_block_decode(data, size as usize) {
+        Ok(out) => {
             limits.decompressed_total += out.len() as u64;
             Ok(out)
         }
@@ -280,6 +324,90 @@ pub fn lz4_block(data: &[u8], size: i64, limits: &mut Limits) -> Res {
         Err(_) => Err(Problem::Failed(format!(
             "lz4: corrupt block (or more than {size} bytes out)"
         ))),
+    }
+}
+
+/// A raw LZ4 block decoded with liblz4's rules for `LZ4_decompress_safe` (the reference's
+/// decoder), so that both engines accept and refuse the same blocks: the last five bytes of the
+/// output room are literals, the last sequence ends the input exactly, a match may not reach
+/// before the output's start; a match offset of 0 (which liblz4 lets through) copies zeros.
+/// `room` is the declared size, already checked against the limits.
+fn lz4_block_decode(src: &[u8], room: usize) -> Result<Vec<u8>, ()> {
+    const LASTLITERALS: usize = 5;
+    const MFLIMIT: usize = 12;
+    if room == 0 {
+        return if src == [0] { Ok(Vec::new()) } else { Err(()) };
+    }
+    if src.is_empty() {
+        return Err(());
+    }
+    let iend = src.len();
+    let mut out: Vec<u8> = Vec::with_capacity(room);
+    let mut ip = 0usize;
+    // liblz4's read_variable_length: fails when the input pointer reaches `check`.
+    let var_len = |ip: &mut usize, check: isize, initial: bool| -> Result<usize, ()> {
+        let mut n = 0usize;
+        if initial && (*ip as isize) >= check {
+            return Err(());
+        }
+        loop {
+            let s = *src.get(*ip).ok_or(())?;
+            *ip += 1;
+            n = n.checked_add(usize::from(s)).ok_or(())?;
+            if (*ip as isize) >= check {
+                return Err(());
+            }
+            if s != 255 {
+                return Ok(n);
+            }
+        }
+    };
+    loop {
+        let token = *src.get(ip).ok_or(())?;
+        ip += 1;
+        let mut length = usize::from(token >> 4);
+        if length == 15 {
+            length += var_len(&mut ip, iend as isize - 15, true)?;
+        }
+        let op = out.len();
+        let cpy = op.checked_add(length).ok_or(())?;
+        let lit_end = ip.checked_add(length).ok_or(())?;
+        if cpy as isize > room as isize - MFLIMIT as isize
+            || lit_end as isize > iend as isize - (2 + 1 + LASTLITERALS) as isize
+        {
+            // The last literals: they end the input exactly, within the room.
+            if lit_end != iend || cpy > room {
+                return Err(());
+            }
+            out.extend_from_slice(&src[ip..lit_end]);
+            return Ok(out);
+        }
+        out.extend_from_slice(&src[ip..lit_end]);
+        ip = lit_end;
+        let offset = usize::from(u16::from_le_bytes([src[ip], src[ip + 1]]));
+        ip += 2;
+        let op = out.len();
+        if offset > op {
+            return Err(());
+        }
+        let mut mlen = usize::from(token & 15);
+        if mlen == 15 {
+            mlen += var_len(&mut ip, iend as isize - LASTLITERALS as isize + 1, false)?;
+        }
+        mlen += 4;
+        let end = op.checked_add(mlen).ok_or(())?;
+        if end > room - LASTLITERALS.min(room) {
+            return Err(());
+        }
+        if offset == 0 {
+            out.resize(end, 0);
+        } else {
+            let from = op - offset;
+            for k in 0..mlen {
+                let b = out[from + k];
+                out.push(b);
+            }
+        }
     }
 }
 
@@ -316,6 +444,7 @@ pub fn zlib_stream(data: &[u8], limits: &mut Limits) -> Partial {
         return (None, Some(Problem::Failed(detail)));
     }
     out.truncate((cap + 1).min(out.len() as u64) as usize);
+    out.shrink_to_fit(); // the room reserved was only an upper bound
     let n = data.len();
     match limited(limits, n, out, cap, "zlib") {
         Ok(out) => (Some(out), None),
@@ -442,5 +571,33 @@ mod tests {
         );
         let p = gzip(&z[..z.len() - 3], &mut Limits::default()).unwrap_err();
         assert_eq!(p.kind(), "decompression_failed");
+    }
+
+    #[test]
+    fn lz4_blocks_as_liblz4_decodes_them() {
+        let text = b"hello hello hello hello hello hello, lz4 block of Pulsar".repeat(20);
+        let block = lz4_flex::block::compress(&text);
+        let mut l = Limits::default();
+        assert_eq!(lz4_block(&block, text.len() as i64, &mut l).unwrap(), text);
+        // A larger declared size gives what the block holds (python-lz4 does the same).
+        assert_eq!(
+            lz4_block(&block, text.len() as i64 + 9, &mut l).unwrap(),
+            text
+        );
+        // Too small a room: refused.
+        assert_eq!(
+            lz4_block(&block, 10, &mut l).unwrap_err(),
+            Problem::Failed("lz4: corrupt block (or more than 10 bytes out)".into())
+        );
+        // Hand-made: 5 literals "abcde", then (as the last sequence must be) literals only.
+        assert_eq!(
+            lz4_block_decode(&[0x50, b'a', b'b', b'c', b'd', b'e'], 5).unwrap(),
+            b"abcde"
+        );
+        // A match reaching before the start of the output is refused.
+        let bad = [0x14, b'a', 0x09, 0x00, 0x50, b'v', b'w', b'x', b'y', b'z'];
+        assert!(lz4_block_decode(&bad, 64).is_err());
+        let good = [0x14, b'a', 0x01, 0x00, 0x50, b'v', b'w', b'x', b'y', b'z'];
+        assert_eq!(lz4_block_decode(&good, 64).unwrap(), b"aaaaaaaaavwxyz");
     }
 }

@@ -6,7 +6,9 @@
 //!
 //! So far: capture reading ([`capture`]), link/IP/TCP parsing ([`packet`]), TCP reassembly
 //! ([`tcp`]) and the loop joining them ([`stream`]), each a port of the Python reference module of
-//! the same name that gives the same events.
+//! the same name that gives the same events; then protocol detection ([`detection`], [`trial`]),
+//! the framing engine ([`framing`]) and the per-capture pipeline ([`pipeline`]: ordering, holds,
+//! connection rows), which run a whole capture natively (`--engine native`).
 
 pub mod capture;
 pub mod packet;

@@ -13,7 +13,7 @@
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet, VecDeque};
 use std::rc::Rc;
 
 use crate::capture::CaptureReader;
@@ -155,6 +155,81 @@ impl Output for Queues {
     }
 }
 
+/// The first packet of each connection whose bytes detection holds, with its minimum at hand
+/// (the release barrier is asked for on every packet; Python takes `min` of a dict).
+#[derive(Default)]
+struct Waiting {
+    by_stream: HashMap<u64, u64>,
+    ordered: BTreeSet<(u64, u64)>,
+}
+
+impl Waiting {
+    fn insert(&mut self, stream: u64, packet: u64) {
+        if let Some(old) = self.by_stream.insert(stream, packet) {
+            self.ordered.remove(&(old, stream));
+        }
+        self.ordered.insert((packet, stream));
+    }
+
+    fn remove(&mut self, stream: u64) {
+        if let Some(old) = self.by_stream.remove(&stream) {
+            self.ordered.remove(&(old, stream));
+        }
+    }
+
+    fn min(&self) -> Option<u64> {
+        self.ordered.first().map(|&(p, _)| p)
+    }
+
+    fn clear(&mut self) {
+        self.by_stream.clear();
+        self.ordered.clear();
+    }
+}
+
+/// Open connections whose first bytes detection holds, in the order they began (Python's dict
+/// order), with the earliest first time at hand: expiry is asked for on every new connection, and
+/// scans them all only when one is old enough.
+#[derive(Default)]
+struct Holding {
+    seq: u64,
+    by_stream: HashMap<u64, (u64, i64)>,
+    in_order: BTreeMap<u64, u64>,
+    by_time: BTreeSet<(i64, u64)>,
+}
+
+impl Holding {
+    fn push(&mut self, stream: u64, first_ts_us: i64) {
+        self.seq += 1;
+        self.by_stream.insert(stream, (self.seq, first_ts_us));
+        self.in_order.insert(self.seq, stream);
+        self.by_time.insert((first_ts_us, stream));
+    }
+
+    fn remove(&mut self, stream: u64) {
+        if let Some((seq, ts)) = self.by_stream.remove(&stream) {
+            self.in_order.remove(&seq);
+            self.by_time.remove(&(ts, stream));
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.by_stream.is_empty()
+    }
+
+    /// The streams that began before `limit`, in the order they began.
+    fn older_than(&self, limit: i64) -> Vec<u64> {
+        if self.by_time.first().is_none_or(|&(ts, _)| ts >= limit) {
+            return Vec::new();
+        }
+        self.in_order
+            .values()
+            .copied()
+            .filter(|s| self.by_stream[s].1 < limit)
+            .collect()
+    }
+}
+
 /// What the listener keeps of a connection (`conn.user` of the Python pipeline).
 enum User {
     /// No delivery yet (`None`).
@@ -230,9 +305,9 @@ pub struct Capture {
     /// Closed connections no protocol was recognised on, waiting for their port to be learned.
     parked: Vec<(u64, Decision)>,
     /// Stream → first packet of each connection whose bytes detection holds.
-    waiting: HashMap<u64, u64>,
+    waiting: Waiting,
     /// Open connections whose first bytes detection holds, in the order they began.
-    holding: Vec<u64>,
+    holding: Holding,
     q: Queues,
     pub now_us: i64,
     run_state: Rc<RefCell<RunState>>,
@@ -284,8 +359,8 @@ impl Capture {
             detector: Detector::new(protocols, decode_as),
             conns: HashMap::new(),
             parked: Vec::new(),
-            waiting: HashMap::new(),
-            holding: Vec::new(),
+            waiting: Waiting::default(),
+            holding: Holding::default(),
             q: Queues::default(),
             now_us: 0,
             run_state: Rc::new(RefCell::new(RunState::default())),
@@ -314,7 +389,7 @@ impl Capture {
 
     /// A connection's first delivery: decide by its ports, or hold its bytes for detection.
     /// True when the roles were swapped.
-    fn start(&mut self, stream: u64, packet: u64) -> bool {
+    fn start(&mut self, stream: u64, packet: u64, ts_us: i64) -> bool {
         if !self.parked.is_empty() || !self.holding.is_empty() {
             self.expire(false);
         }
@@ -323,7 +398,8 @@ impl Capture {
             None => {
                 self.conn(stream).user = User::Held(Box::default());
                 self.waiting.insert(stream, packet);
-                self.holding.push(stream);
+                // Its first delivery (this one) gives the hold its first time.
+                self.holding.push(stream, ts_us);
                 false
             }
             Some(d) => self.apply(stream, &d),
@@ -454,7 +530,7 @@ impl Capture {
             self.conn(stream).user = User::Held(held);
             return;
         }
-        self.holding.retain(|&s| s != stream);
+        self.holding.remove(stream);
         if let Some(seen) = held.best_seen {
             if decision.best.is_none_or(|b| seen.1 > b.1) {
                 decision.best = Some(seen);
@@ -469,7 +545,7 @@ impl Capture {
                 self.conn(stream).user = User::Held(held);
                 self.parked.push((stream, decision));
             } else {
-                self.waiting.remove(&stream);
+                self.waiting.remove(stream);
                 self.detector.held_total -= held.give_up();
                 self.undecoded(stream, &held, &decision);
                 self.conn(stream).user = if closing { User::Off } else { User::Held(held) };
@@ -477,7 +553,7 @@ impl Capture {
             return;
         };
         self.detector.held_total -= held.size;
-        self.waiting.remove(&stream);
+        self.waiting.remove(stream);
         if decision.swap {
             held.swap();
         }
@@ -632,15 +708,7 @@ impl Capture {
     /// connections held that long are decided with what they sent.
     fn expire(&mut self, everything: bool) {
         let limit = self.now_us - self.opts.hold_us;
-        let old: Vec<u64> = self
-            .holding
-            .iter()
-            .copied()
-            .filter(|s| match &self.conns[s].user {
-                User::Held(h) => h.first_ts_us < limit,
-                _ => false,
-            })
-            .collect();
+        let old = self.holding.older_than(limit);
         for stream in old {
             if matches!(self.conns[&stream].user, User::Held(_)) {
                 let held = self.take_held(stream);
@@ -654,7 +722,7 @@ impl Capture {
                 (c.last_ts_us, c.released)
             };
             if everything || last_ts < limit {
-                self.waiting.remove(&stream);
+                self.waiting.remove(stream);
                 let held = self.take_held(stream);
                 self.detector.held_total -= held.size;
                 self.undecoded(stream, &held, &undecided);
@@ -678,7 +746,7 @@ impl Capture {
     // -- stream listener -----------------------------------------------------------------
 
     fn on_data(&mut self, stream: u64, mut role: Role, data: &[u8], packet: u64, ts_us: i64) {
-        if matches!(self.conn(stream).user, User::Unset) && self.start(stream, packet) {
+        if matches!(self.conn(stream).user, User::Unset) && self.start(stream, packet, ts_us) {
             role = role.other();
         }
         match self.conn(stream).user {
@@ -689,7 +757,7 @@ impl Capture {
     }
 
     fn on_gap(&mut self, stream: u64, mut role: Role, size: u64, packet: u64, ts_us: i64) {
-        if matches!(self.conn(stream).user, User::Unset) && self.start(stream, packet) {
+        if matches!(self.conn(stream).user, User::Unset) && self.start(stream, packet, ts_us) {
             role = role.other();
         }
         let Capture { conns, q, .. } = self;
@@ -798,7 +866,7 @@ impl Capture {
     fn release(&mut self, final_: bool, out: &mut VecDeque<Record>) {
         let limit_ts = self.now_us - self.opts.hold_us;
         let (max_frames, max_bytes) = (self.opts.hold_frames, self.opts.hold_bytes);
-        let barrier = self.waiting.values().min().copied();
+        let barrier = self.waiting.min();
         let q = &mut self.q;
         while let Some(fr) = q.held.front() {
             let (awaiting, packet, ts_us) = {

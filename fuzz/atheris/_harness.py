@@ -17,6 +17,7 @@ session in that order, as the pipeline does with reassembled TCP data.
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -128,5 +129,9 @@ def main(make: Callable[[], Callable[[bytes], None]]) -> None:
     with atheris.instrument_imports(include=["wiredump"]):
         _import_all("wiredump.dissect")
     _raise_internal_errors()
-    atheris.Setup(sys.argv, make())
+    # libFuzzer re-runs argv[0] through the shell for -minimize_crash (and -fork/-jobs): make it
+    # "python /abs/target.py", which the shell can run whatever the current directory.
+    argv = list(sys.argv)
+    argv[0] = f"{shlex.quote(sys.executable)} {shlex.quote(os.path.abspath(argv[0]))}"
+    atheris.Setup(argv, make())
     atheris.Fuzz()

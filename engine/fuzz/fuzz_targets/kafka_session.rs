@@ -9,7 +9,7 @@
 use libfuzzer_sys::fuzz_target;
 use wiredump_engine::kafka::Kafka;
 use wiredump_engine::model::{Fields, Role, Value};
-use wiredump_engine::protocol::{ConnCtx, FrameLen, Protocol};
+use wiredump_engine::protocol::{ConnCtx, FrameLen};
 use wiredump_engine::replay::{Replay, Stamp};
 
 fn spans_inside(f: &Fields, len: u64) {

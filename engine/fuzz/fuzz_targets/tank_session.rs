@@ -1,8 +1,11 @@
-//! Fuzzes the TANK session as the framing engine drives it: the input is a run of chunks, each
-//! `[ctl][bytes…]` (ctl: bit 7 the role, bits 0–6 the chunk length), appended to that role's
-//! buffer; a small framer asks `frame_length`, resynchronises on `NotAFrame`, decodes whole
-//! frames, and at the end decodes what is left as cut frames and closes the connection. Checks
-//! that nothing panics and that every field span lies inside its frame.
+//! Fuzzes the TANK session as the framing engine drives it. The input is the session format the
+//! Python atheris targets share (fuzz/atheris/_harness.py, seeds by scripts/fuzz_seeds.py):
+//! byte 0 picks the limits (bit 0: a message cap of 3, so the message_limit paths are reached),
+//! then records of `[role: bit 0 = server][length: u16 big-endian][bytes]` (a record cut short
+//! takes what is left), appended to that role's buffer. A small framer asks `frame_length`,
+//! resynchronises on `NotAFrame`, decodes whole frames, and at the end decodes what is left as
+//! cut frames and closes the connection. Checks that nothing panics and that every field span
+//! lies inside its frame.
 
 #![no_main]
 
@@ -47,21 +50,30 @@ fn decode(r: &mut Replay, data: &[u8], role: Role, complete: bool, packet: u64) 
 }
 
 fuzz_target!(|data: &[u8]| {
-    let mut r = Replay::new(&Tank, ConnCtx::standalone(PROTOCOL, 0));
+    let Some((&profile, mut rest)) = data.split_first() else {
+        return;
+    };
+    let ctx = ConnCtx::standalone(PROTOCOL, 0);
+    if profile & 1 != 0 {
+        ctx.limits.borrow_mut().max_messages = 3;
+    }
+    let mut r = Replay::new(&Tank, ctx);
     let mut bufs: [Vec<u8>; 2] = [Vec::new(), Vec::new()];
-    let mut i = 0;
     let mut packet = 0u64;
-    while i < data.len() {
-        let ctl = data[i];
-        i += 1;
-        let n = usize::from(ctl & 0x7F).min(data.len() - i);
-        let (role, side) = if ctl & 0x80 != 0 {
+    while let Some((&ctl, tail)) = rest.split_first() {
+        let n = match tail {
+            [a, b, ..] => usize::from(u16::from_be_bytes([*a, *b])),
+            _ => 0,
+        };
+        let body = tail.get(2..).unwrap_or(&[]);
+        let n = n.min(body.len());
+        rest = &body[n..];
+        let (role, side) = if ctl & 1 != 0 {
             (Role::Server, 1)
         } else {
             (Role::Client, 0)
         };
-        bufs[side].extend_from_slice(&data[i..i + n]);
-        i += n;
+        bufs[side].extend_from_slice(&body[..n]);
         packet += 1;
         loop {
             let buf = &bufs[side];

@@ -28,11 +28,12 @@ impl FrameStats {
         }
     }
 
+    fn count(&self, key: &str) -> u64 {
+        self.0.iter().find(|(k, _)| *k == key).map_or(0, |e| e.1)
+    }
+
     fn records(&self) -> u64 {
-        self.0
-            .iter()
-            .find(|(k, _)| *k == "records")
-            .map_or(0, |e| e.1)
+        self.count("records")
     }
 
     pub fn is_empty(&self) -> bool {
@@ -103,8 +104,14 @@ pub fn read_into(
         let topic = topic_of(&l, hook.names);
         let partition = l.partition;
         let first = f.messages.len();
-        let rs =
-            records::decode_record_set_in_frame(bytes, hook.partial_ok, limits, stats.records());
+        // The frame's caps span its record sets: records kept and control dicts kept so far.
+        let rs = records::decode_record_set_after(
+            bytes,
+            hook.partial_ok,
+            limits,
+            stats.records(),
+            stats.count("control_records"),
+        );
         let place = match &topic {
             Some(t) => format!("{t}[{}]", py_opt(partition)),
             None => format!("partition {}", py_opt(partition)),

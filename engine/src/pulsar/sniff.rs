@@ -83,3 +83,48 @@ pub fn score(trial: &Trial, client: &[u8], server: &[u8]) -> i32 {
     }
     points.min(100)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::TrialSide;
+
+    fn frame(cmd: &[u8]) -> Vec<u8> {
+        let mut f = ((4 + cmd.len()) as u32).to_be_bytes().to_vec();
+        f.extend((cmd.len() as u32).to_be_bytes());
+        f.extend(cmd);
+        f
+    }
+
+    // BaseCommand{type: CONNECT(2), connect{client_version: "a", protocol_version: 20}}
+    const CONNECT: &[u8] = &[0x08, 0x02, 0x12, 0x05, 0x0a, 0x01, b'a', 0x20, 0x14];
+    // BaseCommand{type: PING(18), ping{}}
+    const PING: &[u8] = &[0x08, 0x12, 0x92, 0x01, 0x00];
+    // BaseCommand{type: FLOW(11), flow{consumer_id: 1}} without its required messagePermits.
+    const FLOW_MISSING: &[u8] = &[0x08, 0x0b, 0x5a, 0x02, 0x08, 0x01];
+
+    #[test]
+    fn openers_and_the_handshake_bonus() {
+        assert!(opener(&frame(CONNECT), Role::Client));
+        assert!(opener(&frame(PING), Role::Client)); // complete and filling its frame
+        assert!(!opener(&frame(FLOW_MISSING), Role::Client)); // lacks a required field
+        let mut padded = frame(PING);
+        padded[3] += 1;
+        padded.push(0);
+        assert!(!opener(&padded, Role::Client)); // a command that does not fill its frame
+        assert!(!opener(&frame(CONNECT)[..9], Role::Client));
+        let side = TrialSide {
+            frames: vec!["CONNECT".into()],
+            ..TrialSide::default()
+        };
+        let trial = Trial {
+            client: side,
+            points: 30,
+            ..Trial::default()
+        };
+        // The client opened with CONNECT: +20; the server said nothing.
+        assert_eq!(score(&trial, &frame(CONNECT), b""), 50);
+        // PING is no opener: no bonus (any_command is off for the bonus).
+        assert_eq!(score(&trial, &frame(PING), b""), 30);
+    }
+}

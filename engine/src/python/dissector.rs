@@ -215,12 +215,40 @@ impl Dissector {
         slf
     }
 
-    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        let ev = self.next_event(py)?;
-        if let Some(e) = self.error.borrow_mut().take() {
-            return Err(e);
+    fn __next__(slf: &Bound<'_, Self>) -> PyResult<Option<Py<PyAny>>> {
+        let py = slf.py();
+        loop {
+            // The run is borrowed only while it steps: `on_record` is called without the borrow
+            // (it may read `bytes_read`), before the records of those packets are yielded.
+            let (times, callback, ended) = {
+                let mut me = slf.borrow_mut();
+                if let Some(ev) = me.pending.pop_front() {
+                    return Ok(Some(ev));
+                }
+                let rec = me.run.next_record();
+                let times = me.run.take_record_times();
+                let callback = me.on_record.as_ref().map(|c| c.clone_ref(py));
+                let ended = match rec {
+                    Some(rec) => {
+                        me.convert(py, rec)?;
+                        false
+                    }
+                    None => true,
+                };
+                (times, callback, ended)
+            };
+            if let Some(cb) = callback {
+                for (number, ts) in times {
+                    cb.call1(py, (number, ts))?;
+                }
+            }
+            if let Some(e) = slf.borrow().error.borrow_mut().take() {
+                return Err(e); // what the records' iterable raised (`from_records`)
+            }
+            if ended {
+                return Ok(None);
+            }
         }
-        Ok(ev)
     }
 
     /// Tells the native engine apart from the stream-only Rust reader (`pipeline.dissect_capture`).
@@ -293,31 +321,6 @@ impl Dissector {
             on_record: None,
             error,
         })
-    }
-
-    fn next_event(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        loop {
-            if let Some(ev) = self.pending.pop_front() {
-                return Ok(Some(ev));
-            }
-            let Some(rec) = self.run.next_record() else {
-                self.records(py)?;
-                return Ok(None);
-            };
-            self.records(py)?;
-            self.convert(py, rec)?;
-        }
-    }
-
-    /// Calls `on_record` for the records read since the last call (numbers and times as read).
-    fn records(&mut self, py: Python<'_>) -> PyResult<()> {
-        let times = self.run.take_record_times();
-        if let Some(cb) = &self.on_record {
-            for (number, ts) in times {
-                cb.call1(py, (number, ts))?;
-            }
-        }
-        Ok(())
     }
 
     fn event(&self, py: Python<'_>, kind: &str, obj: Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {

@@ -1,7 +1,8 @@
-//! `replay_framing`: a protocol's Rust session asked the framing questions (`frame_length`,
-//! `resync`) the Python framer asked its Python session, in the same order, so a differential
-//! test can compare the answers one by one (the decode side is `replay`). Protocol-agnostic:
-//! the protocol is looked up in the registry by name.
+//! `replay_framing` and `replay_detection`: a protocol's Rust session asked the framing
+//! questions (`frame_length`, `resync`) the Python framer asked its Python session, in the same
+//! order, so a differential test can compare the answers one by one (the decode side is
+//! `replay`); and its detection (`score`, `sniff`) given the same trial. Protocol-agnostic: the
+//! protocol is looked up in the registry by name.
 
 use std::collections::HashMap;
 
@@ -9,7 +10,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
-use crate::protocol::{ConnCtx, FrameLen, Session};
+use crate::model::Role;
+use crate::protocol::{ConnCtx, FrameLen, Session, Trial, TrialSide};
 use crate::registry;
 
 /// `calls`: `(stream, "frame_length" | "resync", role, bytes)` in the order the Python framer
@@ -28,8 +30,8 @@ fn replay_framing(protocol: &str, calls: &Bound<'_, PyList>) -> PyResult<Vec<Opt
         let stream: u64 = call.get_item(0)?.extract()?;
         let op: String = call.get_item(1)?.extract()?;
         let role = match call.get_item(2)?.extract::<String>()?.as_str() {
-            "client" => crate::model::Role::Client,
-            "server" => crate::model::Role::Server,
+            "client" => Role::Client,
+            "server" => Role::Server,
             r => return Err(PyValueError::new_err(format!("role {r:?}"))),
         };
         let data: Vec<u8> = call.get_item(3)?.extract()?;
@@ -52,7 +54,48 @@ fn replay_framing(protocol: &str, calls: &Bound<'_, PyList>) -> PyResult<Vec<Opt
     Ok(out)
 }
 
+/// One side of a Python `trial.Trial`: `(frames, skipped, broken, partial, misplaced)`.
+type SideTuple = (Vec<String>, usize, bool, bool, u32);
+
+fn side((frames, skipped, broken, partial, misplaced): SideTuple) -> TrialSide {
+    TrialSide {
+        frames,
+        skipped,
+        broken,
+        partial,
+        misplaced,
+    }
+}
+
+/// `protocol`'s Rust `score` given the trial the Python detection made (`(client side, server
+/// side, answered, points)`) and the first bytes each side sent, to compare with the Python
+/// `ProtocolSpec.score`; and its `sniff` of `client` as the client and of `server` as the server.
+#[pyfunction]
+fn replay_detection(
+    protocol: &str,
+    trial: (SideTuple, SideTuple, u32, i32),
+    client: &[u8],
+    server: &[u8],
+    opened: bool,
+) -> PyResult<(i32, bool, bool)> {
+    let proto = registry::by_name(protocol).ok_or_else(|| {
+        PyValueError::new_err(format!("the Rust engine has no protocol {protocol:?}"))
+    })?;
+    let t = Trial {
+        client: side(trial.0),
+        server: side(trial.1),
+        answered: trial.2,
+        points: trial.3,
+    };
+    Ok((
+        proto.score(&t, client, server, opened),
+        proto.sniff(client, Role::Client),
+        proto.sniff(server, Role::Server),
+    ))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(replay_framing, m)?)?;
+    m.add_function(wrap_pyfunction!(replay_detection, m)?)?;
     Ok(())
 }
