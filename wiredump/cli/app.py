@@ -23,7 +23,9 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
     help="Dissect Kafka, Pulsar, Pravega and TANK traffic in pcap/pcapng captures.\n\n"
-    "wiredump CAPTURE… prints the timeline; see the subcommands for the rest.",
+    "wiredump CAPTURE… prints the timeline; see the subcommands for the rest.\n\n"
+    "--engine native|python|rust (any command; or WIREDUMP_ENGINE): native, the Rust engine, by default; "
+    "python runs the Python reference engine.",
 )
 
 EXIT_INPUT = 2
