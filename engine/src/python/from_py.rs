@@ -30,7 +30,7 @@ use crate::model::{
 
 /// One pipeline record, converted.
 pub enum Record {
-    Frame(Frame),
+    Frame(Box<Frame>),
     Anomaly(Anomaly),
     Exchange(Exchange),
     Connection(ConnectionSummary),
@@ -105,7 +105,7 @@ impl<'py> Converter<'py> {
         let kind: String = ev.getattr("kind")?.extract()?;
         let obj = ev.getattr("obj")?;
         let record = match kind.as_str() {
-            "frame" => Record::Frame(self.frame(&obj)?),
+            "frame" => Record::Frame(Box::new(self.frame(&obj)?)),
             "anomaly" => Record::Anomaly(self.anomaly(&obj)?),
             "exchange" => Record::Exchange(self.exchange(&obj)?),
             "connection" => Record::Connection(self.connection(&obj)?),
