@@ -188,7 +188,7 @@ def test_every_captured_body_decodes_the_same(path: Path, monkeypatch: pytest.Mo
         return real(data, start, plan, hook, secrets)
 
     monkeypatch.setattr(session, "decode_body", checked)
-    for _ in dissect([str(path)], Options()):
+    for _ in dissect([str(path)], Options(engine="python")):  # the Python session is spied on
         pass
     assert seen > 0
 
@@ -283,7 +283,7 @@ def _record_sets(path: Path, monkeypatch: pytest.MonkeyPatch) -> list[tuple[byte
         return real(data, rc)
 
     monkeypatch.setattr(session, "decode_record_set", spy)
-    for _ in dissect([str(path)], Options()):
+    for _ in dissect([str(path)], Options(engine="python")):  # the Python session is spied on
         pass
     monkeypatch.undo()
     return seen
@@ -588,6 +588,6 @@ def test_every_captured_body_summarises_the_same(path: Path, monkeypatch: pytest
         return real(data, start, plan, hook, secrets)
 
     monkeypatch.setattr(session, "decode_body", checked)
-    for _ in dissect([str(path)], Options()):
+    for _ in dissect([str(path)], Options(engine="python")):  # the Python session is spied on
         pass
     assert seen > 0

@@ -33,9 +33,11 @@ BASIC = CAPTURES / "kafka" / "kafka-python-basic.pcap"
 needs_captures = pytest.mark.skipif(not BASIC.exists(), reason="Kafka captures not available")
 
 
-def decode(path: Path) -> tuple[list[Frame], list[Anomaly]]:
+def decode(path: Path, engine: str | None = None) -> tuple[list[Frame], list[Anomaly]]:
+    """Frames and anomalies by the default engine, or by `engine` ("python" where a test patches
+    the Python reference's internals: a patch cannot reach the native engine)."""
     frames, anomalies = [], []
-    for ev in dissect([str(path)], Options()):
+    for ev in dissect([str(path)], Options(engine=engine) if engine else Options()):
         if ev.kind == "frame":
             frames.append(ev.obj)
         elif ev.kind == "anomaly":
@@ -128,7 +130,7 @@ def test_a_bug_in_the_consumer_protocol_is_an_internal_error_on_the_frame(
         "SyncGroup",
     }
     monkeypatch.setattr(embedded, "decode_data", boom)
-    frames, anomalies = decode(BASIC)
+    frames, anomalies = decode(BASIC, engine="python")
     for f in frames:
         if (f.packet, f.kind) not in embedding:
             assert not f.anomalies
@@ -147,7 +149,7 @@ def test_a_bug_in_a_summary_is_an_internal_error_on_the_frame(monkeypatch: pytes
         raise Boom("a bug")
 
     monkeypatch.setitem(summary._BY_KEY, 0, boom)  # Produce
-    frames, _ = decode(BASIC)
+    frames, _ = decode(BASIC, engine="python")
     produce = [f for f in frames if f.type == "Produce"]
     assert produce
     for f in produce:

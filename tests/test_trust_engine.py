@@ -222,7 +222,11 @@ def test_acked_unseen_first_segment_keeps_every_other_frame(captures, tmp_path):
 
 # -- internal errors --------------------------------------------------------------------------------
 def _run(paths: list[Path]) -> list:
-    return list(dissect([str(p) for p in paths], Options()))
+    """The Python reference's events: these tests patch its Pulsar session (the native engine's
+    panics becoming internal errors: engine/tests/native_pipeline.rs
+    panics_in_the_session_become_internal_errors and
+    internal_errors_of_framing_are_reported_one_by_one_up_to_a_bound)."""
+    return list(dissect([str(p) for p in paths], Options(engine="python")))
 
 
 def _boom(*args, **kwargs):
@@ -320,7 +324,7 @@ def test_the_suite_fails_a_test_that_produces_an_internal_error(captures, tmp_pa
 
         def _go(monkeypatch):
             monkeypatch.setattr(PulsarSession, "decode", _boom)
-            return sum(1 for e in dissect([{str(cap)!r}], Options()) if e.kind == "frame")
+            return sum(1 for e in dissect([{str(cap)!r}], Options(engine="python")) if e.kind == "frame")
 
         def test_unmarked(monkeypatch):
             assert _go(monkeypatch) > 0
@@ -328,6 +332,30 @@ def test_the_suite_fails_a_test_that_produces_an_internal_error(captures, tmp_pa
         @pytest.mark.{INTERNAL_ERROR_MARK}
         def test_marked(monkeypatch):
             assert _go(monkeypatch) > 0
+
+        def test_unmarked_native(monkeypatch):
+            # The native engine's events reach dissect_capture as an object that `dissects`
+            # (wiredump._engine.Dissector); an internal_error among them (a Rust panic caught)
+            # fails the test as well. Planted here: no Python patch reaches a Rust session.
+            from wiredump._engine import Dissector
+            from wiredump.dissect import pipeline
+            from wiredump.dissect.model import Anomaly
+
+            class Planted:
+                dissects = True
+
+                def __init__(self, path, options):
+                    self.inner = Dissector(path, options)
+
+                def __iter__(self):
+                    for ev in self.inner:
+                        if ev.kind == pipeline.CAPTURE_END:
+                            a = Anomaly("internal_error", "internal error: panic in pulsar.decode (planted)")
+                            yield pipeline.Event(pipeline.ANOMALY, a, ev.capture)
+                        yield ev
+
+            monkeypatch.setattr(pipeline, "open_source", lambda path, options: Planted(path, options))
+            assert sum(1 for e in pipeline.dissect([{str(cap)!r}], Options(engine="native")) if e.kind == "frame") > 0
         """
     (tmp_path / "test_inner.py").write_text(textwrap.dedent(body))
     res = subprocess.run(
@@ -347,5 +375,6 @@ def test_the_suite_fails_a_test_that_produces_an_internal_error(captures, tmp_pa
     )
     out = res.stdout
     assert res.returncode == 1, out
-    assert re.search(r"ERROR .*test_unmarked", out) and "internal_error anomaly" in out, out
+    assert re.search(r"ERROR .*test_unmarked ", out) and "internal_error anomaly" in out, out
+    assert re.search(r"ERROR .*test_unmarked_native", out) and "planted" in out, out
     assert re.search(r"PASSED .*test_marked", out), out

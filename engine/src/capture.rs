@@ -241,6 +241,28 @@ pub enum Input {
     Reader(String, Box<dyn Read>),
 }
 
+/// One packet record owned by whoever hands it over (see [`RecordSource`]).
+#[derive(Debug, Clone, Default)]
+pub struct OwnedRecord {
+    pub number: u64,
+    pub ts_us: i64,
+    pub linktype: u32,
+    pub data: Vec<u8>,
+    pub orig_len: u32,
+    pub ts_note: Option<String>,
+}
+
+/// Records of one capture read elsewhere, in packet order with the file's own numbers: a
+/// distributed job reads a capture range by range in several tasks and brings the records
+/// together in one task, which dissects them as the local reader's records would be.
+pub trait RecordSource {
+    /// The next record, None once they are exhausted.
+    fn next_record(&mut self) -> Option<OwnedRecord>;
+    /// What the reader that read them knew at its end: (why the file ended early, records of
+    /// unsupported link types skipped); asked once, after the last record.
+    fn end(&mut self) -> (Option<String>, u64);
+}
+
 /// Iterates the packet records of one pcap or pcapng capture (optionally compressed).
 pub struct CaptureReader {
     /// The capture's name in messages ("stdin" for "-").
@@ -265,6 +287,8 @@ pub struct CaptureReader {
     started: bool,
     /// The last representable pcapng time, given to a packet whose own time is not.
     last_ts: i64,
+    /// Records handed over instead of read from `input` ([`CaptureReader::from_records`]).
+    external: Option<Box<dyn RecordSource>>,
 }
 
 fn read_some(r: &mut dyn Read, out: &mut [u8]) -> io::Result<usize> {
@@ -424,6 +448,7 @@ impl CaptureReader {
             ifaces: Vec::new(),
             started: false,
             last_ts: 0,
+            external: None,
         };
         if let Err(e) = r.fill(28) {
             let c = r.compression.unwrap_or("read");
@@ -564,10 +589,63 @@ impl CaptureReader {
         self.stop(why);
     }
 
+    /// A reader over records read elsewhere (`name`: the capture's name in messages); its
+    /// `truncated` and `skipped_unknown_link` are the source's end facts once it is exhausted.
+    pub fn from_records(name: String, source: Box<dyn RecordSource>) -> CaptureReader {
+        CaptureReader {
+            name,
+            compression: None,
+            truncated: None,
+            skipped_unknown_link: 0,
+            records: 0,
+            format: Format::Pcapng,
+            input: Box::new(io::empty()),
+            consumed: Rc::new(Cell::new(0)),
+            buf: Vec::new(),
+            pos: 0,
+            eof: true,
+            done: false,
+            big: false,
+            ifaces: Vec::new(),
+            started: true,
+            last_ts: 0,
+            external: Some(source),
+        }
+    }
+
+    /// The next handed-over record (its bytes kept in `buf` until the next call).
+    fn next_external(&mut self) -> Option<Record<'_>> {
+        let src = self.external.as_mut()?;
+        match src.next_record() {
+            Some(r) => {
+                self.records = r.number;
+                self.buf = r.data;
+                Some(Record {
+                    number: r.number,
+                    ts_us: r.ts_us,
+                    linktype: r.linktype,
+                    data: &self.buf,
+                    orig_len: r.orig_len,
+                    ts_note: r.ts_note,
+                })
+            }
+            None => {
+                let (truncated, skipped) = src.end();
+                self.truncated = truncated;
+                self.skipped_unknown_link = skipped;
+                self.done = true;
+                None
+            }
+        }
+    }
+
     /// The next record, or None at the end (then `truncated` says whether the file ended early).
     pub fn next_record(&mut self) -> Option<Record<'_>> {
         if self.done {
             return None;
+        }
+        if self.external.is_some() {
+            return self.next_external();
         }
         if !self.started {
             self.started = true;

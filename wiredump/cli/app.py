@@ -23,7 +23,9 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
     help="Dissect Kafka, Pulsar, Pravega and TANK traffic in pcap/pcapng captures.\n\n"
-    "wiredump CAPTURE… prints the timeline; see the subcommands for the rest.",
+    "wiredump CAPTURE… prints the timeline; see the subcommands for the rest.\n\n"
+    "--engine native|python|rust (any command; or WIREDUMP_ENGINE): native, the Rust engine, by default; "
+    "python runs the Python reference engine.",
 )
 
 EXIT_INPUT = 2
@@ -114,9 +116,12 @@ def arrow_without_pandas() -> None:
 
 
 def _take_engine(args: list[str]) -> list[str]:
-    """Remove `--engine python|rust` (any command, any position) and pass it on as WIREDUMP_ENGINE,
-    which every command's Options read."""
+    """Remove `--engine native|python|rust` (any command, any position) and pass it on as
+    WIREDUMP_ENGINE, which every command's Options read (native when neither says)."""
+    from wiredump.dissect.pipeline import DEFAULT_ENGINE
     from wiredump.dissect.rust_stream import ENGINES
+
+    known = ", ".join(ENGINES[:-1]) + " or " + ENGINES[-1]
 
     out: list[str] = []
     i = 0
@@ -128,21 +133,21 @@ def _take_engine(args: list[str]) -> list[str]:
         if a == "--engine" or a.startswith("--engine="):
             if a == "--engine":
                 if i + 1 >= len(args):
-                    raise UsageError("--engine takes python or rust")
+                    raise UsageError(f"--engine takes {known}")
                 value = args[i + 1]
                 i += 2
             else:
                 value = a.partition("=")[2]
                 i += 1
             if value not in ENGINES:
-                raise UsageError(f"--engine takes python or rust, not {value!r}")
+                raise UsageError(f"--engine takes {known}, not {value!r}")
             os.environ["WIREDUMP_ENGINE"] = value
             continue
         out.append(a)
         i += 1
-    engine = os.environ.get("WIREDUMP_ENGINE", "python")
+    engine = os.environ.get("WIREDUMP_ENGINE", DEFAULT_ENGINE)
     if engine not in ENGINES:
-        raise UsageError(f"WIREDUMP_ENGINE must be python or rust, not {engine!r}")
+        raise UsageError(f"WIREDUMP_ENGINE must be {known}, not {engine!r}")
     return out
 
 

@@ -37,6 +37,11 @@ FRAME, ANOMALY, EXCHANGE, CONNECTION, CAPTURE_END = (
 )
 
 
+DEFAULT_ENGINE = "native"
+"""The engine a run uses unless `--engine`/WIREDUMP_ENGINE/`Options.engine` say otherwise (the values
+are `rust_stream.ENGINES`): the Rust one. The Python engine stays selectable as the reference."""
+
+
 @dataclass(slots=True)
 class Options:
     decode_as: dict[int, str] = field(default_factory=dict)
@@ -58,11 +63,12 @@ class Options:
     shard: tuple[int, int] | None = None
     """(k, n): decode only the connections whose stream index is k modulo n, for parallel
     workers that each read the whole capture. Connection-less anomalies go to shard 0."""
-    engine: str = field(default_factory=lambda: os.environ.get("WIREDUMP_ENGINE", "python"))
-    """"python" (the reference), "rust" (the capture read and TCP reassembled in Rust,
-    wiredump/dissect/rust_stream.py) or "native" (the whole capture dissected in Rust:
-    `wiredump._engine.Dissector`, only with the protocols its registry has); `--engine` on the
-    command line, WIREDUMP_ENGINE."""
+    engine: str = field(default_factory=lambda: os.environ.get("WIREDUMP_ENGINE", DEFAULT_ENGINE))
+    """"native" (the default: the whole capture dissected in Rust, `wiredump._engine.Dissector`),
+    "python" (the reference engine the differential tests compare native with) or "rust" (the
+    capture read and TCP reassembled in Rust, the rest in Python: wiredump/dissect/rust_stream.py);
+    `--engine` on the command line, WIREDUMP_ENGINE. A field, so it travels with the Options to
+    `--workers` processes and Spark executors, whose environment may not carry WIREDUMP_ENGINE."""
     protocols: tuple[str, ...] | None = None
     """Only these protocols are detected and decoded (None: every registered one), so that the
     engines can be compared on the protocols both have (tests/test_engine_native.py)."""

@@ -53,8 +53,16 @@ class _Source:
 def dissect_records(
     name: str, records: Iterable[Record], options: Options | None = None, end: CaptureEndFacts | None = None
 ) -> Iterator[Event]:
-    """Every event of one capture given as its records in packet order (numbers as in the file)."""
-    return dissect_capture(_Source(name, records, end), options or Options())  # type: ignore[arg-type]
+    """Every event of one capture given as its records in packet order (numbers as in the file),
+    by the engine `options` choose (the Rust engine takes the records as they come)."""
+    options = options or Options()
+    if options.engine == "native":
+        from wiredump._engine import Dissector
+
+        source: object = Dissector.from_records(name, records, options, end)
+    else:
+        source = _Source(name, records, end)
+    return dissect_capture(source, options)  # type: ignore[arg-type]
 
 
 def table_batches(

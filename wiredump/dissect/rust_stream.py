@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ENGINES", "RustCapture", "RustConnection", "dissect_native"]
 
-ENGINES = ("python", "rust", "native")
+ENGINES = ("native", "python", "rust")
 """The values `Options.engine`, `--engine` and WIREDUMP_ENGINE accept."""
 
 RECORD, TRUNCATED, OPEN, DATA, GAP, CLOSE, ANOMALY, END, BAD_TIMESTAMP, TOUCH, SAW_SYN, RELEASE = range(12)

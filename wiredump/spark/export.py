@@ -43,6 +43,7 @@ import pyarrow.parquet as pq
 
 from wiredump.dissect import split
 from wiredump.dissect.capture import CaptureError, Record
+from wiredump.dissect.pipeline import DEFAULT_ENGINE
 from wiredump.dissect.tables import PARQUET_OPTIONS, SCHEMAS, TABLES
 from wiredump.spark.tables import CAPTURES_SCHEMA, DATE_COLUMN, spark_arrow_schema
 
@@ -78,6 +79,9 @@ class JobOptions:
     """Tasks that dissect one capture cut into several ranges, each decoding a share of its
     connections (`Options.shard`: every share sees every packet, so detection, stream numbers
     and what connections teach each other are those of the whole capture)."""
+    engine: str = field(default_factory=lambda: os.environ.get("WIREDUMP_ENGINE", DEFAULT_ENGINE))
+    """The engine the executors run: the driver's (`--engine`, WIREDUMP_ENGINE), chosen here
+    because an executor's environment does not carry the driver's WIREDUMP_ENGINE."""
 
 
 @dataclass(slots=True)
@@ -254,7 +258,9 @@ def _write(files: list[split.CaptureFile], options: JobOptions, out: str, run: i
         writers: dict[str, _PartWriter] = {}
         for (index, shard), group in itertools.groupby(items, key=lambda kv: kv[0][0]):
             n = shards.get(index, 1)
-            opts = Options(decode_as=dict(options.decode_as), shard=(shard, n) if n > 1 else None)
+            opts = Options(
+                decode_as=dict(options.decode_as), shard=(shard, n) if n > 1 else None, engine=options.engine
+            )
             end = _End()
             first: list[int] = []
             last = [0]

@@ -6,8 +6,10 @@
 //! It also has the face of an opened capture where the commands look (`name`, `truncated`,
 //! `skipped_unknown_link`, `bytes_read`, `compression`, `format`, `on_record`, `native`).
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io::Cursor;
+use std::rc::Rc;
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -18,7 +20,7 @@ use super::convert::{self, Classes};
 use super::model;
 use super::{capture_error, PyReader};
 use crate::arrow_out::{Table, TableOptions, TableSet, BATCH_BYTES, BATCH_ROWS};
-use crate::capture::{CaptureReader, Input};
+use crate::capture::{CaptureReader, Input, OwnedRecord, RecordSource};
 use crate::codecs::Limits;
 use crate::pipeline::{Dissection, EngineLimits, Options, Record};
 use crate::registry;
@@ -63,6 +65,75 @@ fn read_options(py_opts: &Bound<'_, PyAny>) -> PyResult<(Options, Option<Vec<Str
     Ok((o, protocols))
 }
 
+/// Records of one capture from a Python iterable of `capture.Record` (a Spark task's shuffled
+/// records); an exception the iterable raises ends the records and is raised by the Dissector.
+struct PyRecords {
+    iter: Py<PyAny>,
+    end: Option<Py<PyAny>>,
+    error: Rc<RefCell<Option<PyErr>>>,
+}
+
+impl PyRecords {
+    fn next(&self, py: Python<'_>) -> PyResult<Option<OwnedRecord>> {
+        let it = self.iter.bind(py);
+        let Some(r) = it.cast::<pyo3::types::PyIterator>()?.clone().next() else {
+            return Ok(None);
+        };
+        let r = r?;
+        let data = r.getattr("data")?;
+        let data: Vec<u8> = match data.cast::<PyBytes>() {
+            Ok(b) => b.as_bytes().to_vec(),
+            Err(_) => data.extract()?,
+        };
+        Ok(Some(OwnedRecord {
+            number: r.getattr("number")?.extract()?,
+            ts_us: r.getattr("ts_us")?.extract()?,
+            linktype: r.getattr("linktype")?.extract()?,
+            data,
+            orig_len: r.getattr("orig_len")?.extract()?,
+            ts_note: r.getattr("ts_note")?.extract()?,
+        }))
+    }
+
+    fn fail(&self, e: PyErr) {
+        let mut slot = self.error.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(e);
+        }
+    }
+}
+
+impl RecordSource for PyRecords {
+    fn next_record(&mut self) -> Option<OwnedRecord> {
+        Python::attach(|py| match self.next(py) {
+            Ok(r) => r,
+            Err(e) => {
+                self.fail(e);
+                None
+            }
+        })
+    }
+
+    fn end(&mut self) -> (Option<String>, u64) {
+        Python::attach(|py| {
+            let Some(end) = &self.end else {
+                return (None, 0);
+            };
+            let end = end.bind(py);
+            let facts = (|| -> PyResult<(Option<String>, u64)> {
+                Ok((
+                    end.getattr("truncated")?.extract()?,
+                    end.getattr("skipped_unknown_link")?.extract()?,
+                ))
+            })();
+            facts.unwrap_or_else(|e| {
+                self.fail(e);
+                (None, 0)
+            })
+        })
+    }
+}
+
 /// One capture dissected natively; iterate it for `pipeline.Event` objects.
 #[pyclass(unsendable, module = "wiredump._engine")]
 pub struct Dissector {
@@ -73,6 +144,8 @@ pub struct Dissector {
     /// Optional callable(number, ts_us) called for every record read (the CLI's packet times).
     #[pyo3(get, set)]
     on_record: Option<Py<PyAny>>,
+    /// What the records' iterable raised (`from_records`), raised by `__next__`.
+    error: Rc<RefCell<Option<PyErr>>>,
 }
 
 #[pymethods]
@@ -113,24 +186,31 @@ impl Dissector {
                 "source must be a path, bytes or a binary file object",
             ));
         };
-        let (opts, names) = read_options(options)?;
-        let protocols = registry::select(names.as_deref());
         let reader = CaptureReader::open(input).map_err(|e| capture_error(py, e.0))?;
-        let run = Dissection::new(reader, opts, protocols).map_err(PyValueError::new_err)?;
-        let capture = run
-            .cap
-            .name
-            .to_string()
-            .into_pyobject(py)?
-            .into_any()
-            .unbind();
-        Ok(Dissector {
-            run,
-            classes: Classes::load(py)?,
-            pending: VecDeque::new(),
-            capture,
-            on_record: None,
-        })
+        Self::with_reader(py, reader, options, Rc::default())
+    }
+
+    /// The records of one capture read elsewhere (`capture.Record` objects in packet order with
+    /// the file's numbers: `records.dissect_records`), dissected as the local reader's would be;
+    /// `end` (read once the records are exhausted) has the reader's `truncated` and
+    /// `skipped_unknown_link`.
+    #[staticmethod]
+    #[pyo3(signature = (name, records, options, end=None))]
+    fn from_records(
+        py: Python<'_>,
+        name: String,
+        records: &Bound<'_, PyAny>,
+        options: &Bound<'_, PyAny>,
+        end: Option<Py<PyAny>>,
+    ) -> PyResult<Self> {
+        let error: Rc<RefCell<Option<PyErr>>> = Rc::default();
+        let source = PyRecords {
+            iter: records.try_iter()?.into_any().unbind(),
+            end,
+            error: error.clone(),
+        };
+        let reader = CaptureReader::from_records(name, Box::new(source));
+        Self::with_reader(py, reader, options, error)
     }
 
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -163,6 +243,9 @@ impl Dissector {
                 for (number, ts) in times {
                     cb.call1(py, (number, ts))?;
                 }
+            }
+            if let Some(e) = slf.borrow().error.borrow_mut().take() {
+                return Err(e); // what the records' iterable raised (`from_records`)
             }
             if ended {
                 return Ok(None);
@@ -216,6 +299,32 @@ impl Dissector {
 }
 
 impl Dissector {
+    fn with_reader(
+        py: Python<'_>,
+        reader: CaptureReader,
+        options: &Bound<'_, PyAny>,
+        error: Rc<RefCell<Option<PyErr>>>,
+    ) -> PyResult<Self> {
+        let (opts, names) = read_options(options)?;
+        let protocols = registry::select(names.as_deref());
+        let run = Dissection::new(reader, opts, protocols).map_err(PyValueError::new_err)?;
+        let capture = run
+            .cap
+            .name
+            .to_string()
+            .into_pyobject(py)?
+            .into_any()
+            .unbind();
+        Ok(Dissector {
+            run,
+            classes: Classes::load(py)?,
+            pending: VecDeque::new(),
+            capture,
+            on_record: None,
+            error,
+        })
+    }
+
     fn event(&self, py: Python<'_>, kind: &str, obj: Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         self.classes
             .event
@@ -301,14 +410,15 @@ impl TableFeed {
     fn pump(
         &mut self,
         py: Python<'_>,
-        mut dissector: PyRefMut<'_, Dissector>,
+        dissector: &Bound<'_, Dissector>,
     ) -> PyResult<Option<Batches>> {
-        let d = &mut *dissector;
-        let name = d.run.cap.name.clone();
+        let name = dissector.borrow().run.cap.name.clone();
         let mut since_hook = 0usize;
         loop {
-            let Some(rec) = d.run.next_record() else {
-                d.records(py)?;
+            // Borrowed only while it steps: the hook may read the dissector (`bytes_read`).
+            let rec = dissector.borrow_mut().run.next_record();
+            let Some(rec) = rec else {
+                Self::hook(py, dissector)?;
                 return Ok(None);
             };
             match rec {
@@ -327,11 +437,11 @@ impl TableFeed {
             since_hook += 1;
             if since_hook >= HOOK_EVERY {
                 since_hook = 0;
-                d.records(py)?;
+                Self::hook(py, dissector)?;
             }
             let ready = self.ready(py)?;
             if !ready.is_empty() {
-                d.records(py)?;
+                Self::hook(py, dissector)?;
                 return Ok(Some(ready));
             }
         }
@@ -374,6 +484,22 @@ impl TableFeed {
 }
 
 impl TableFeed {
+    /// Calls the dissector's `on_record` for the records read since the last call, with the
+    /// dissector not borrowed (the CLI's progress hook reads its `bytes_read`).
+    fn hook(py: Python<'_>, dissector: &Bound<'_, Dissector>) -> PyResult<()> {
+        let (times, callback) = {
+            let mut me = dissector.borrow_mut();
+            let times = me.run.take_record_times();
+            (times, me.on_record.as_ref().map(|c| c.clone_ref(py)))
+        };
+        if let Some(cb) = callback {
+            for (number, ts) in times {
+                cb.call1(py, (number, ts))?;
+            }
+        }
+        Ok(())
+    }
+
     fn ready(&mut self, py: Python<'_>) -> PyResult<Batches> {
         let mut out = Vec::new();
         while let Some((t, b)) = self.set.pop() {
