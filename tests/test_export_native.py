@@ -158,3 +158,22 @@ def test_fast_path_reports_truncation(tmp_path: Path, capsys: pytest.CaptureFixt
         main(["--engine", "native", "export", str(cut), "-o", str(tmp_path / "out")])
     assert e.value.code == 2
     assert "capture is truncated" in capsys.readouterr().err
+
+
+def test_a_progress_hook_may_read_the_dissector(tmp_path: Path) -> None:
+    """The CLI's progress hook reads `bytes_read` of the dissector the fast path is pumping (on a
+    terminal): the pump must not hold the dissector while the hook runs."""
+    from wiredump.dissect.pipeline import open_source
+
+    src = SAMPLES / "kafka-basic.pcap"
+    dissector = open_source(str(src), Options(engine="native"))
+    seen: list[tuple[int, int]] = []
+    dissector.on_record = lambda number, ts_us: seen.append((number, dissector.bytes_read))
+    tables = TableSet(tmp_path / "out", fmt="parquet")
+    try:
+        end = tables.add_native(dissector)
+    finally:
+        tables.close()
+    # Every record was reported once, in order, with the bytes read so far growing to the file.
+    assert [n for n, _ in seen] == list(range(1, end.packets + 1))
+    assert seen[-1][1] == src.stat().st_size
