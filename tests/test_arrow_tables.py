@@ -253,6 +253,8 @@ def edge_events() -> list[Event]:
     ]
     events.append(Event(FRAME, frame(22, {}, partitions=parts, latency_us=12, kind="response"), "edge.pcap"))
     events.append(Event(FRAME, frame(23, {}, partitions=[]), "edge.pcap"))  # names none: no row
+    tail = TopicPartition("tail", 0, None, None, 2**64 - 1, 2**64 - 2)  # TANK's u64 seqnums: null in int64
+    events.append(Event(FRAME, frame(28, {}, partitions=[tail]), "edge.pcap"))
     events.extend(
         Event(FRAME, frame(24 + i, {}, partitions=[TopicPartition(f"t{i}", i)] * 3), "edge.pcap")
         for i in range(4)

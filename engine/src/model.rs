@@ -261,8 +261,9 @@ pub struct Message {
 /// partition, a Fetch response's high watermark…) sit at different paths in each protocol's
 /// decode; the `partitions` table gives them one shape. Filled by the protocol's session (its own
 /// `partitions` module says where it finds them); what a protocol does not have stays None.
-/// Integers are kept as the decode holds them (`i64`); the table makes a value that does not fit
-/// its column null, as the reference does.
+/// Integers are kept as the decode holds them, so the Python objects equal the reference's: the
+/// offsets are `i128` because TANK's sequence numbers are u64 (a Consume "from the tail" asks for
+/// 2^64-1); the table makes a value that does not fit its column null, as the reference does.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TopicPartition {
     pub topic: Option<String>,
@@ -271,9 +272,9 @@ pub struct TopicPartition {
     pub error: Option<String>,
     /// The offset the entry names (a Produce response's base offset, a Fetch request's fetch
     /// offset, a committed or listed offset; else the first offset of the records it carries).
-    pub offset: Option<i64>,
-    pub high_watermark: Option<i64>,
-    pub log_start_offset: Option<i64>,
+    pub offset: Option<i128>,
+    pub high_watermark: Option<i128>,
+    pub log_start_offset: Option<i128>,
     /// Records (messages, events) the entry carries.
     pub records: Option<i64>,
 }

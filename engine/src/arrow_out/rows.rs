@@ -136,9 +136,12 @@ pub fn partition(c: &mut PartitionsColumns, capture: &str, f: &Frame, p: &TopicP
     c.error_code
         .append_option(p.error_code.and_then(|v| i32::try_from(v).ok()));
     c.error.append_option(p.error.as_deref());
-    c.offset.append_option(p.offset);
-    c.high_watermark.append_option(p.high_watermark);
-    c.log_start_offset.append_option(p.log_start_offset);
+    c.offset
+        .append_option(p.offset.and_then(|v| i64::try_from(v).ok()));
+    c.high_watermark
+        .append_option(p.high_watermark.and_then(|v| i64::try_from(v).ok()));
+    c.log_start_offset
+        .append_option(p.log_start_offset.and_then(|v| i64::try_from(v).ok()));
     c.records.append_option(p.records);
 }
 

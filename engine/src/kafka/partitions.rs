@@ -117,14 +117,18 @@ fn partition_row(
 ) -> TopicPartition {
     let partition = pa.index.iter().find_map(|k| int(p.get(k)));
     let code = int(p.get("error_code")).or(t_error);
-    let mut offset = pa.offsets.iter().find_map(|k| int(p.get(k)));
+    let mut offset = pa
+        .offsets
+        .iter()
+        .find_map(|k| int(p.get(k)))
+        .map(i128::from);
     let mut count = None;
     if pa.records {
         let (c, first) = records(p);
         count = c;
         if offset.is_none() && response {
             // A request's batches carry client-side offsets (0), not the log's.
-            offset = first;
+            offset = first.map(i128::from);
         }
     }
     TopicPartition {
@@ -133,8 +137,8 @@ fn partition_row(
         error_code: code,
         error: error_of(code),
         offset,
-        high_watermark: int(p.get("high_watermark")),
-        log_start_offset: int(p.get("log_start_offset")),
+        high_watermark: int(p.get("high_watermark")).map(i128::from),
+        log_start_offset: int(p.get("log_start_offset")).map(i128::from),
         records: count,
     }
 }

@@ -40,7 +40,10 @@ pub fn of_frame(
             .iter()
             .find_map(|m| m.topic.as_ref().filter(|t| !t.is_empty()).cloned())
     })?;
-    let offset = OFFSET_KEYS.iter().find_map(|k| int(fields.get(k)));
+    let offset = OFFSET_KEYS
+        .iter()
+        .find_map(|k| int(fields.get(k)))
+        .map(i128::from);
     let records = (!f.messages.is_empty()).then_some(f.messages.len() as i64);
     Some(vec![TopicPartition {
         topic: Some(segment),

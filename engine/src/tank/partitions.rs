@@ -19,6 +19,15 @@ fn int(v: Option<&Value>) -> Option<i64> {
     }
 }
 
+/// As [`int`], for the u64 sequence numbers (kept exact, as the reference keeps them).
+fn wide(v: Option<&Value>) -> Option<i128> {
+    match v? {
+        Value::Int(i) => Some(i128::from(*i)),
+        Value::UInt(u) => Some(i128::from(*u)),
+        _ => None,
+    }
+}
+
 fn text(v: Option<&Value>) -> Option<String> {
     match v? {
         Value::Str(s) => Some(s.clone()),
@@ -48,15 +57,15 @@ fn row(f: &Frame, topic: &str, p: &Fields) -> TopicPartition {
             };
         }
     }
-    let offset = int(p.get("base_seqnum")).or_else(|| int(p.get("seqnum")));
+    let offset = wide(p.get("base_seqnum")).or_else(|| wide(p.get("seqnum")));
     TopicPartition {
         topic: Some(topic.to_owned()),
         partition,
         error_code: code,
         error: text(p.get("error")).filter(|_| code.is_some_and(|c| c != 0)),
         offset,
-        high_watermark: int(p.get("high_watermark")),
-        log_start_offset: int(p.get("first_available_seqnum")),
+        high_watermark: wide(p.get("high_watermark")),
+        log_start_offset: wide(p.get("first_available_seqnum")),
         records: count(f, topic, partition),
     }
 }
@@ -153,5 +162,21 @@ mod tests {
         assert_eq!(rows[1].error_code, Some(0xff));
         assert_eq!(rows[1].error.as_deref(), Some("unknown partition"));
         assert_eq!(rows[1].records, None);
+    }
+
+    #[test]
+    fn a_consume_from_the_tail_keeps_its_u64_seqnum() {
+        let mut p = Fields::new();
+        p.set("partition", Value::Int(0))
+            .set("seqnum", Value::UInt(u64::MAX));
+        let mut topic = Fields::new();
+        topic
+            .set("name", Value::Str("tail".into()))
+            .set("partitions", Value::List(vec![Value::Map(p)]));
+        let mut f = Frame::new("tank", "Consume", 2);
+        f.fields.set("topics", Value::List(vec![Value::Map(topic)]));
+        let rows = of_frame(&f).expect("rows");
+        assert_eq!(rows[0].offset, Some(i128::from(u64::MAX)));
+        assert_eq!(rows[0].error_code, None);
     }
 }
