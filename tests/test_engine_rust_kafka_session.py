@@ -196,7 +196,7 @@ def test_crafted_identical(case: str, kwargs: dict[str, Any], monkeypatch: pytes
         fcalls, fanswers = framing.get(id(s), ([], []))
         assert _engine.kafka_framing_replay(fcalls, options) == fanswers, "framing answers differ"
         replay_calls = [(0, "decode", role, data, complete, 0, 0, 0) for role, data, complete, _ in calls]
-        frames, _, _, _, _ = _engine.replay(
+        frames, *_ = _engine.replay(
             "kafka", [(0, "10.0.0.1", 40000, "10.0.0.2", 9092)], replay_calls, options
         )
         for i, ((_, data, complete, py), rs) in enumerate(zip(calls, frames, strict=True)):
@@ -346,7 +346,7 @@ def test_observer_pairs_as_the_decoder(path: Path, monkeypatch: pytest.MonkeyPat
     """In observe mode (a connection another worker decodes) the session returns no frame but
     keeps the state as when decoding: the same requests are answered, unanswered, unexpected."""
     rec = replay_support.record(path, "kafka", monkeypatch)
-    frames, exchanges, _, _, _ = _engine.replay(
+    frames, exchanges, *_ = _engine.replay(
         "kafka", list(rec.conns.values()), replay_support.replay_calls(rec), (False, True, True)
     )
     assert all(not f for f in frames)

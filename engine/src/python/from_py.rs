@@ -30,7 +30,6 @@ use crate::model::{
 
 /// One pipeline record, converted.
 pub enum Record {
-    /// Boxed: a frame is several times the size of the other records.
     Frame(Box<Frame>),
     Anomaly(Anomaly),
     Exchange(Exchange),
@@ -405,7 +404,8 @@ fn int_value(v: &Bound<'_, PyAny>) -> PyResult<IntValue> {
     ))
 }
 
-/// A `TopicPartition`; integers that do not fit 64 bits are null (none of its columns is wider).
+/// A `TopicPartition`; integers that do not fit its Rust fields are null (none of its columns is
+/// wider).
 fn topic_partition(o: &Bound<'_, PyAny>) -> PyResult<TopicPartition> {
     Ok(TopicPartition {
         topic: o.getattr("topic")?.extract()?,
