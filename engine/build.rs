@@ -16,6 +16,9 @@ use serde_json::Value;
 // Pulsar's protobuf tables, in their own file (see its doc).
 #[path = "codegen/pulsar.rs"]
 mod pulsar;
+// Where Kafka bodies hold topics and partitions, in its own file (see its doc).
+#[path = "codegen/kafka_partitions.rs"]
+mod kafka_partitions;
 
 const SCHEMA: &str = "../wiredump/proto/kafka_schema.json";
 const TABLES: &str = "../wiredump/tables.json";
@@ -30,6 +33,7 @@ fn main() {
     let out = g.generate(&schema);
     let dest = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("kafka_tables.rs");
     std::fs::write(dest, out).expect("write kafka_tables.rs");
+    kafka_partitions::generate(&schema);
     pulsar::generate_pulsar();
 }
 

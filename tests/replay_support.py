@@ -15,7 +15,8 @@ detection and output ordering around it are the same Python code on both sides.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, is_dataclass
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any
 
@@ -50,9 +51,11 @@ FRAME_ATTRS = (
     "peer_packet",
     "latency_us",
     "messages_counted",
+    "partitions",
 )
 """What a sink reads of a frame besides its fields, messages and anomalies (not `data`, `context`
-or the output queue's flags)."""
+or the output queue's flags); `partitions` (the partitions table's `TopicPartition`s) is compared
+field by field, types included."""
 
 MESSAGE_ATTRS = tuple(Message.__slots__)  # type: ignore[attr-defined]
 ANOMALY_ATTRS = ("kind", "detail", "offset", "packet", "stream", "protocol")
@@ -224,6 +227,8 @@ def _same(a: Any, b: Any) -> bool:
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, (bytes, bytearray, memoryview)) and isinstance(b, (bytes, bytearray, memoryview)):
         return bytes(a) == bytes(b)
+    if is_dataclass(a) and is_dataclass(b) and type(a) is type(b):
+        return all(_same(getattr(a, f.name), getattr(b, f.name)) for f in dataclass_fields(a))
     return type(a) is type(b) and a == b
 
 

@@ -27,7 +27,7 @@ import pytest
 
 from tests import variants as V
 from tests.conftest import CAPTURES, ROOT
-from wiredump.dissect.model import Anomaly, ConnectionSummary, Exchange, Frame, Message
+from wiredump.dissect.model import Anomaly, ConnectionSummary, Exchange, Frame, Message, TopicPartition
 from wiredump.dissect.pipeline import ANOMALY, CONNECTION, EXCHANGE, FRAME, Event, Options, dissect
 from wiredump.dissect.tables import (
     BATCH_BYTES,
@@ -44,9 +44,8 @@ _engine = pytest.importorskip("wiredump._engine")
 
 REAL = sorted(CAPTURES.glob("*/*.pcap")) + sorted((ROOT / "samples").glob("*.pcap"))
 REAL_IDS = [f"{p.parent.name}/{p.stem}" for p in REAL]
-RUST_TABLES = ("frames", "exchanges", "messages", "anomalies", "connections")
-"""The tables the Rust builders make. `partitions` is declared (its builder is generated) but the
-engine's model (engine/src/model.rs) has no `TopicPartition` records yet to fill it from."""
+RUST_TABLES = ("frames", "exchanges", "messages", "anomalies", "connections", "partitions")
+"""The tables the Rust builders make: all of them."""
 SMALL_BATCHES = {"batch_rows": 7, "batch_bytes": 3000}
 """Bounds small enough that every capture's tables are cut many times, by rows and by bytes."""
 
@@ -246,6 +245,19 @@ def edge_events() -> list[Event]:
     ]
     events.append(
         Event(FRAME, frame(20, {"n": 1}, messages=msgs, role="server", kind="response"), "edge.pcap")
+    )
+    parts = [
+        TopicPartition("t", 0, 0, None, 5, 9, 1, 3),
+        TopicPartition(None),
+        TopicPartition("é", 2**40, -(2**31) - 1, "BAD", -1, 2**63 - 1, -(2**63), 0),  # beyond int32: null
+    ]
+    events.append(Event(FRAME, frame(22, {}, partitions=parts, latency_us=12, kind="response"), "edge.pcap"))
+    events.append(Event(FRAME, frame(23, {}, partitions=[]), "edge.pcap"))  # names none: no row
+    tail = TopicPartition("tail", 0, None, None, 2**64 - 1, 2**64 - 2)  # TANK's u64 seqnums: null in int64
+    events.append(Event(FRAME, frame(28, {}, partitions=[tail]), "edge.pcap"))
+    events.extend(
+        Event(FRAME, frame(24 + i, {}, partitions=[TopicPartition(f"t{i}", i)] * 3), "edge.pcap")
+        for i in range(4)
     )
     wide = frame(21, {}, type_code=2**40, version=2**31, correlation_id=2**70, error_code=-(2**31) - 1)
     wide.packet = 2**63 + 1  # beyond int64: null in the column, as the reference's column() makes it

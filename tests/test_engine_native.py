@@ -46,14 +46,9 @@ REAL_IDS = [f"{p.parent.name}/{p.stem}" for p in REAL]
 PRIVATE = frozenset({"context"})
 """Frame fields never compared: `context` is private to the protocol's session, never exported
 (the Rust sessions keep theirs as Rust values)."""
-NO_TWIN_YET = frozenset({"partitions"})
-"""Frame fields the Rust model has no twin of yet: `Frame.partitions` (the partitions table, added
-to the Python model after the Rust interface was written). Compared on their own in
-`test_registry_partitions` (expected to fail until the Rust model and sessions fill them), so that
-the rest of every event is still compared here."""
 
 
-def _norm(o: Any, skip: frozenset[str] = PRIVATE | NO_TWIN_YET) -> Any:
+def _norm(o: Any, skip: frozenset[str] = PRIVATE) -> Any:
     """A comparable value for an event object: every dataclass field, recursively, but `skip`."""
     if is_dataclass(o):
         return (type(o).__name__, *(_norm(getattr(o, f.name), skip) for f in fields(o) if f.name not in skip))
@@ -64,9 +59,7 @@ def _norm(o: Any, skip: frozenset[str] = PRIVATE | NO_TWIN_YET) -> Any:
     return o
 
 
-def events(
-    path: str | Path, engine: str, skip: frozenset[str] = PRIVATE | NO_TWIN_YET, **kw: Any
-) -> list[tuple] | str:
+def events(path: str | Path, engine: str, skip: frozenset[str] = PRIVATE, **kw: Any) -> list[tuple] | str:
     """Every event of the capture, normalised; or the error sentence (CaptureError, ValueError)."""
     try:
         return [
@@ -77,9 +70,7 @@ def events(
         return f"{type(e).__name__}: {e}"
 
 
-def assert_same(
-    path: str | Path, skip: frozenset[str] = PRIVATE | NO_TWIN_YET, **kw: Any
-) -> list[tuple] | str:
+def assert_same(path: str | Path, skip: frozenset[str] = PRIVATE, **kw: Any) -> list[tuple] | str:
     py = events(path, "python", skip, **kw)
     rs = events(path, "native", skip, **kw)
     if py != rs:
@@ -184,13 +175,6 @@ def test_registry_variants(tmp_path: Path, path: Path) -> None:
     cap = V.read(path)
     for name, recs in _variants(cap):
         assert_same(V.write(cap, recs, tmp_path / f"{name}.pcap"), protocols=NATIVE)
-
-
-@needs_protocols
-@pytest.mark.xfail(strict=True, reason="Frame.partitions has no Rust twin yet (model.rs and the sessions)")
-def test_registry_partitions() -> None:
-    for path in REAL:
-        assert_same(path, skip=PRIVATE, protocols=NATIVE)
 
 
 # -- detection by the first bytes: the captures moved off their protocols' ports ---------------------

@@ -106,6 +106,7 @@ FRAME_SEEN = (
     "error_code",
     "error",
     "summary",
+    "partitions",
 )
 
 

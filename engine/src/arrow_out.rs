@@ -9,9 +9,8 @@
 //! where the reference cuts them (same row and byte bounds, same size estimate), so a Parquet file
 //! written from either has the same row groups.
 //!
-//! Built here: frames, exchanges, messages, anomalies, connections. The `partitions` table is
-//! declared and its builder generated ([`columns::PartitionsColumns`]), but the engine's model has
-//! no per-topic records yet (Python's `TopicPartition`, `Frame.partitions`) to fill it from.
+//! Built here: frames, exchanges, messages, anomalies, connections, and partitions (one row per
+//! [`crate::model::TopicPartition`] a frame names, fed with the frame as Python feeds them).
 
 pub mod columns;
 pub mod detail;
@@ -24,7 +23,8 @@ use arrow_schema::{ArrowError, SchemaRef};
 
 use crate::model::{Anomaly, ConnectionSummary, Exchange, Frame};
 use columns::{
-    AnomaliesColumns, Columns, ConnectionsColumns, ExchangesColumns, FramesColumns, MessagesColumns,
+    AnomaliesColumns, Columns, ConnectionsColumns, ExchangesColumns, FramesColumns,
+    MessagesColumns, PartitionsColumns,
 };
 
 /// Most rows in one record batch (one Parquet row group); `tables.BATCH_ROWS` in Python.
@@ -36,7 +36,7 @@ pub const BATCH_BYTES: usize = 4 << 20;
 /// the reference cuts them).
 pub const ROW_OVERHEAD: usize = 512;
 
-/// One of the tables the builders make (see the module doc for `partitions`).
+/// One of the tables the builders make.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Table {
     Frames,
@@ -44,16 +44,18 @@ pub enum Table {
     Messages,
     Anomalies,
     Connections,
+    Partitions,
 }
 
 impl Table {
     /// Every table, in declaration order (the order [`TableSet::finish`] flushes them in).
-    pub const ALL: [Table; 5] = [
+    pub const ALL: [Table; 6] = [
         Table::Frames,
         Table::Exchanges,
         Table::Messages,
         Table::Anomalies,
         Table::Connections,
+        Table::Partitions,
     ];
 
     pub fn decl(self) -> &'static columns::TableDecl {
@@ -63,6 +65,7 @@ impl Table {
             Table::Messages => &columns::MESSAGES,
             Table::Anomalies => &columns::ANOMALIES,
             Table::Connections => &columns::CONNECTIONS,
+            Table::Partitions => &columns::PARTITIONS,
         }
     }
 
@@ -137,6 +140,7 @@ pub struct TableSet {
     messages: Buffer<MessagesColumns>,
     anomalies: Buffer<AnomaliesColumns>,
     connections: Buffer<ConnectionsColumns>,
+    partitions: Buffer<PartitionsColumns>,
     ready: VecDeque<(Table, RecordBatch)>,
     /// The JSON text of the row being built (one buffer for every `detail`).
     scratch: String,
@@ -152,6 +156,7 @@ impl TableSet {
             messages: Buffer::new(cap),
             anomalies: Buffer::new(cap.min(256)),
             connections: Buffer::new(cap.min(256)),
+            partitions: Buffer::new(cap.min(256)),
             ready: VecDeque::new(),
             scratch: String::with_capacity(4096),
         }
@@ -165,10 +170,11 @@ impl TableSet {
             Table::Messages => self.messages.schema.clone(),
             Table::Anomalies => self.anomalies.schema.clone(),
             Table::Connections => self.connections.schema.clone(),
+            Table::Partitions => self.partitions.schema.clone(),
         }
     }
 
-    /// A frame and the messages it carries (its anomalies are fed on their own, as the
+    /// A frame, the messages it carries and the topics/partitions it names (its anomalies are fed on their own, as the
     /// pipeline emits them).
     pub fn frame(&mut self, capture: &str, f: &Frame) -> Result<(), ArrowError> {
         let o = self.options;
@@ -189,6 +195,17 @@ impl TableSet {
             if self.messages.full(&o) {
                 let b = self.messages.take()?;
                 self.ready.push_back((Table::Messages, b));
+            }
+        }
+        if let Some(parts) = f.partitions.as_ref().filter(|p| !p.is_empty()) {
+            for p in parts {
+                rows::partition(&mut self.partitions.cols, capture, f, p);
+            }
+            self.partitions.rows += parts.len();
+            self.partitions.nbytes += ROW_OVERHEAD * parts.len();
+            if self.partitions.full(&o) {
+                let b = self.partitions.take()?;
+                self.ready.push_back((Table::Partitions, b));
             }
         }
         if self.frames.full(&o) {
@@ -244,6 +261,7 @@ impl TableSet {
                 Table::Messages if self.messages.rows > 0 => self.messages.take()?,
                 Table::Anomalies if self.anomalies.rows > 0 => self.anomalies.take()?,
                 Table::Connections if self.connections.rows > 0 => self.connections.take()?,
+                Table::Partitions if self.partitions.rows > 0 => self.partitions.take()?,
                 _ => continue,
             };
             self.ready.push_back((t, b));
@@ -252,13 +270,14 @@ impl TableSet {
     }
 
     /// Rows handed out so far, per table.
-    pub fn counts(&self) -> [(Table, u64); 5] {
+    pub fn counts(&self) -> [(Table, u64); 6] {
         [
             (Table::Frames, self.frames.count),
             (Table::Exchanges, self.exchanges.count),
             (Table::Messages, self.messages.count),
             (Table::Anomalies, self.anomalies.count),
             (Table::Connections, self.connections.count),
+            (Table::Partitions, self.partitions.count),
         ]
     }
 }

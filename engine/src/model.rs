@@ -254,6 +254,41 @@ pub struct Message {
     pub offset_delta: Option<i64>,
 }
 
+/// One topic (and partition) a frame names, with what the frame says of it there (the twin of
+/// Python's `TopicPartition`).
+///
+/// Why typed: the per-topic results of a frame (a Produce response's error and base offset per
+/// partition, a Fetch response's high watermark…) sit at different paths in each protocol's
+/// decode; the `partitions` table gives them one shape. Filled by the protocol's session (its own
+/// `partitions` module says where it finds them); what a protocol does not have stays None.
+/// Integers are kept as the decode holds them, so the Python objects equal the reference's: the
+/// offsets are `i128` because TANK's sequence numbers are u64 (a Consume "from the tail" asks for
+/// 2^64-1); the table makes a value that does not fit its column null, as the reference does.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TopicPartition {
+    pub topic: Option<String>,
+    pub partition: Option<i64>,
+    pub error_code: Option<i64>,
+    pub error: Option<String>,
+    /// The offset the entry names (a Produce response's base offset, a Fetch request's fetch
+    /// offset, a committed or listed offset; else the first offset of the records it carries).
+    pub offset: Option<i128>,
+    pub high_watermark: Option<i128>,
+    pub log_start_offset: Option<i128>,
+    /// Records (messages, events) the entry carries.
+    pub records: Option<i64>,
+}
+
+impl TopicPartition {
+    /// A row naming only its topic.
+    pub fn topic(topic: impl Into<String>) -> TopicPartition {
+        TopicPartition {
+            topic: Some(topic.into()),
+            ..TopicPartition::default()
+        }
+    }
+}
+
 /// One protocol data unit. `context` is private to the protocol (e.g. the request a response was
 /// decoded with) and never exported.
 #[derive(Debug)]
@@ -272,6 +307,8 @@ pub struct Frame {
     pub messages: Vec<Message>,
     pub anomalies: Vec<Anomaly>,
     pub context: Option<Box<dyn Any>>,
+    /// The topics/partitions the frame names (see [`TopicPartition`]); None: it names none.
+    pub partitions: Option<Vec<TopicPartition>>,
     // Filled in by the framing engine.
     pub role: Role,
     pub packet: u64,
@@ -321,6 +358,7 @@ impl Frame {
             messages: Vec::new(),
             anomalies: Vec::new(),
             context: None,
+            partitions: None,
             role: Role::Client,
             packet: 0,
             first_packet: 0,

@@ -7,11 +7,11 @@
 
 use super::columns::{
     AnomaliesColumns, ConnectionsColumns, ExchangesColumns, FramesColumns, HeadersBuilder,
-    MessagesColumns,
+    MessagesColumns, PartitionsColumns,
 };
 use super::detail::write_fields_json;
 use super::ROW_OVERHEAD;
-use crate::model::{Anomaly, ConnectionSummary, Exchange, Frame, Message};
+use crate::model::{Anomaly, ConnectionSummary, Exchange, Frame, Message, TopicPartition};
 
 /// Length as Python's `len(str)` counts it (code points), for the same size estimate.
 fn chars(s: &str) -> usize {
@@ -115,6 +115,34 @@ pub fn message(
     }
     c.offset_delta.append_option(m.offset_delta);
     size
+}
+
+/// A partitions row (the topic/partition `p` named by `f`), as `tables.partition_tuples`; the
+/// reference's size estimate of a partitions row is `ROW_OVERHEAD` alone.
+pub fn partition(c: &mut PartitionsColumns, capture: &str, f: &Frame, p: &TopicPartition) {
+    c.capture.append_value(capture);
+    c.packet.append_option(i64_of(f.packet));
+    c.ts.append_value(f.ts_us);
+    c.stream.append_option(i64_of(f.stream));
+    c.protocol.append_value(f.protocol);
+    c.role.append_value(f.role.as_str());
+    c.kind.append_value(f.kind.as_str());
+    c.r#type.append_value(&*f.type_);
+    c.correlation_id.append_option(f.correlation_id);
+    c.latency_us.append_option(f.latency_us);
+    c.topic.append_option(p.topic.as_deref());
+    c.partition
+        .append_option(p.partition.and_then(|v| i32::try_from(v).ok()));
+    c.error_code
+        .append_option(p.error_code.and_then(|v| i32::try_from(v).ok()));
+    c.error.append_option(p.error.as_deref());
+    c.offset
+        .append_option(p.offset.and_then(|v| i64::try_from(v).ok()));
+    c.high_watermark
+        .append_option(p.high_watermark.and_then(|v| i64::try_from(v).ok()));
+    c.log_start_offset
+        .append_option(p.log_start_offset.and_then(|v| i64::try_from(v).ok()));
+    c.records.append_option(p.records);
 }
 
 /// An anomalies row; returns its estimated size (`ROW_OVERHEAD + len(detail)`).

@@ -8,6 +8,7 @@ pub mod embedded;
 pub mod fields;
 pub mod framing;
 pub mod header;
+pub mod partitions;
 pub mod records;
 pub mod recordsets;
 pub mod schema;

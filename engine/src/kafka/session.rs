@@ -24,7 +24,7 @@ use super::framing::{
 use super::recordsets::{self, FrameStats, Hook};
 use super::schema::{self, Plan};
 use super::topics::{get, TopicNames, RUN_KEY};
-use super::{embedded, header, summary};
+use super::{embedded, header, partitions, summary};
 use crate::correlation::Key;
 use crate::model::{Anomaly, Direction, Fields, Frame, FrameRef, Kind, Role, Span, Status, Value};
 use crate::protocol::{ConnCtx, FrameLen, RunState, Session};
@@ -174,6 +174,16 @@ impl KafkaSession {
     fn with_topics<T>(&self, f: impl FnOnce(&mut TopicNames) -> T) -> T {
         let mut rs = self.run_state.borrow_mut();
         f(rs.entry::<TopicNames>(RUN_KEY))
+    }
+
+    /// The topics/partitions the frame's decoded body names, topic ids named through the run
+    /// state as it stands now (the reference's `partitions.of_body(..., self.topics) or None`,
+    /// called at the same point: after a response taught its topic names).
+    fn partitions(&self, f: &mut Frame, api_key: impl Into<i64>, response: bool) {
+        let rs = self.run_state.borrow();
+        let empty = TopicNames::default();
+        let names = names_of(&rs).unwrap_or(&empty);
+        f.partitions = partitions::of_body(api_key.into(), response, f.fields.get("body"), names);
     }
 
     // -- framing ----------------------------------------------------------------------------
@@ -670,6 +680,7 @@ impl KafkaSession {
             // An observer's frames are never returned: its bodies are not converted.
             let converted = fields::convert(&b.tree, &mut b.sets);
             f.fields.set("body", Value::Map(converted));
+            self.partitions(&mut f, api_key, false);
         }
         let f = f.shared();
         ctx.correlator.request(&f, key, !acks0);
@@ -1123,6 +1134,7 @@ impl KafkaSession {
             // An observer's frames are never returned: its bodies are not converted.
             let converted = fields::convert(&b.tree, &mut b.sets);
             f.fields.set("body", Value::Map(converted));
+            self.partitions(f, api_key, true);
         }
     }
 
@@ -1210,6 +1222,7 @@ impl KafkaSession {
             // An observer's frames are never returned: its bodies are not converted.
             let converted = fields::convert(&b.tree, &mut b.sets);
             f.fields.set("body", Value::Map(converted));
+            self.partitions(f, key, true);
         }
     }
 }

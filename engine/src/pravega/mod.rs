@@ -11,6 +11,7 @@ pub mod commands;
 pub mod events;
 mod ordered;
 pub mod pairing;
+pub mod partitions;
 mod printable;
 pub mod session;
 pub mod sniff;

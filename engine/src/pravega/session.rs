@@ -17,6 +17,7 @@ use super::commands::{command, top_level, Command, Dir, HEADER_SIZE, MAX_WIRECOM
 use super::events::{describe_block, split_records, BlockAssembler, ReadJoiner, Records};
 use super::ordered::OrderedMap;
 use super::pairing::Pairing;
+use super::partitions;
 use super::summary::summarize;
 use super::PROTOCOL;
 use crate::model::{
@@ -259,6 +260,7 @@ impl PravegaSession {
             let mut f = fr.borrow_mut();
             trim_data(&mut f.fields);
             f.summary = summarize(&f);
+            f.partitions = partitions::of_frame(&f, &self.writer_segment);
         }
         fr
     }

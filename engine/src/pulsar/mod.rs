@@ -9,6 +9,7 @@
 pub mod chunks;
 pub mod describe;
 pub mod pairing;
+pub mod partitions;
 pub mod payload;
 pub mod proto;
 pub mod schema;

@@ -21,6 +21,7 @@ use crate::protocol::{ConnCtx, FrameLen, Session};
 use super::chunks::{ChunkAssembler, ChunkKey};
 use super::describe::{self, Extra};
 use super::pairing::Pairing;
+use super::partitions;
 use super::payload;
 use super::proto::{self, msg, Msg, PV};
 use super::schema::{
@@ -1023,6 +1024,8 @@ impl PulsarSession {
         self.pair(ctx, fr, role, t, sub, &mut extra);
         let mut f = fr.borrow_mut();
         self.state(&mut f, t, sub, &mut extra);
+        let topic = partitions::topic_in(&f, &extra.line).or_else(|| self.topic_of(&f));
+        f.partitions = partitions::of_frame(&f, topic.as_deref(), partition_of(topic.as_deref()));
         if f.summary.is_empty() {
             let cmd = match f.fields.get("command") {
                 Some(Value::Map(m)) => m,

@@ -130,7 +130,7 @@ impl TableRecords {
         self.records.len()
     }
 
-    /// The tables built from the records (all but `partitions`, see `arrow_out`): `{table: ArrowStream}` in declaration order,
+    /// The tables built from the records: `{table: ArrowStream}` in declaration order,
     /// and the order the batches filled up in (`[(table, rows)]`, as Python's `TableBuilder`
     /// hands them out).
     #[pyo3(signature = (values=false, batch_rows=BATCH_ROWS, batch_bytes=BATCH_BYTES))]

@@ -25,7 +25,7 @@ use pyo3::types::{
 use crate::arrow_out::detail::orjson_float;
 use crate::model::{
     Anomaly, ConnectionSummary, Direction, Exchange, ExchangeStatus, Field, Fields, Frame, Kind,
-    Message, Role, Status, Value,
+    Message, Role, Status, TopicPartition, Value,
 };
 
 /// One pipeline record, converted.
@@ -159,6 +159,14 @@ impl<'py> Converter<'py> {
         f.length = o.getattr("length")?.extract()?;
         f.peer_packet = o.getattr("peer_packet")?.extract()?;
         f.latency_us = opt_fit(o, "latency_us")?;
+        let parts = o.getattr("partitions")?;
+        if !parts.is_none() {
+            let mut out = Vec::new();
+            for p in parts.try_iter()? {
+                out.push(topic_partition(&p?)?);
+            }
+            f.partitions = Some(out);
+        }
         Ok(f)
     }
 
@@ -394,6 +402,21 @@ fn int_value(v: &Bound<'_, PyAny>) -> PyResult<IntValue> {
     Err(PyTypeError::new_err(
         "an integer beyond 64 bits in a decode (the model holds 64-bit values)",
     ))
+}
+
+/// A `TopicPartition`; integers that do not fit its Rust fields are null (none of its columns is
+/// wider).
+fn topic_partition(o: &Bound<'_, PyAny>) -> PyResult<TopicPartition> {
+    Ok(TopicPartition {
+        topic: o.getattr("topic")?.extract()?,
+        partition: opt_fit(o, "partition")?,
+        error_code: opt_fit(o, "error_code")?,
+        error: o.getattr("error")?.extract()?,
+        offset: opt_fit(o, "offset")?,
+        high_watermark: opt_fit(o, "high_watermark")?,
+        log_start_offset: opt_fit(o, "log_start_offset")?,
+        records: opt_fit(o, "records")?,
+    })
 }
 
 fn str_attr(o: &Bound<'_, PyAny>, name: &str) -> PyResult<String> {

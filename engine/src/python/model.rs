@@ -5,7 +5,7 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyList, PyString, PyTuple};
 
-use crate::model::{Anomaly, Exchange, Fields, Frame, Message, Value};
+use crate::model::{Anomaly, Exchange, Fields, Frame, Message, TopicPartition, Value};
 
 /// The Python classes, looked up once per conversion run (not per record).
 pub struct Classes<'py> {
@@ -13,6 +13,7 @@ pub struct Classes<'py> {
     message: Bound<'py, PyAny>,
     anomaly: Bound<'py, PyAny>,
     exchange: Bound<'py, PyAny>,
+    topic_partition: Bound<'py, PyAny>,
 }
 
 impl<'py> Classes<'py> {
@@ -23,6 +24,7 @@ impl<'py> Classes<'py> {
             message: m.getattr("Message")?,
             anomaly: m.getattr("Anomaly")?,
             exchange: m.getattr("Exchange")?,
+            topic_partition: m.getattr("TopicPartition")?,
         })
     }
 
@@ -50,6 +52,16 @@ impl<'py> Classes<'py> {
             anomalies.append(self.anomaly(a)?)?;
         }
         kw.set_item("anomalies", anomalies)?;
+        match &f.partitions {
+            None => kw.set_item("partitions", py.None())?,
+            Some(ps) => {
+                let l = PyList::empty(py);
+                for p in ps {
+                    l.append(self.topic_partition(p)?)?;
+                }
+                kw.set_item("partitions", l)?;
+            }
+        }
         kw.set_item("role", f.role.as_str())?;
         kw.set_item("packet", f.packet)?;
         kw.set_item("first_packet", f.first_packet)?;
@@ -104,6 +116,19 @@ impl<'py> Classes<'py> {
         }
         kw.set_item("offset_delta", m.offset_delta)?;
         self.message.call((), Some(&kw))
+    }
+
+    pub fn topic_partition(&self, p: &TopicPartition) -> PyResult<Bound<'py, PyAny>> {
+        self.topic_partition.call1((
+            p.topic.as_deref(),
+            p.partition,
+            p.error_code,
+            p.error.as_deref(),
+            p.offset,
+            p.high_watermark,
+            p.log_start_offset,
+            p.records,
+        ))
     }
 
     pub fn anomaly(&self, a: &Anomaly) -> PyResult<Bound<'py, PyAny>> {

@@ -11,6 +11,7 @@ pub mod bundles;
 pub mod common;
 pub mod constants;
 pub mod cursor;
+pub mod partitions;
 pub mod requests;
 pub mod responses;
 pub mod session;

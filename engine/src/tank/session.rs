@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use super::common::{DecodeState, Stop};
 use super::constants as C;
 use super::cursor::Cursor;
-use super::{requests, responses, PROTOCOL};
+use super::{partitions, requests, responses, PROTOCOL};
 use crate::correlation::Key;
 use crate::model::{Anomaly, Frame, FrameRef, Kind, Role, Span, Status, Value};
 use crate::protocol::{ConnCtx, FrameLen, Session};
@@ -318,6 +318,10 @@ fn decode_frame(ctx: &mut ConnCtx, data: &[u8], role: Role, complete: bool) -> F
         }
     }
     correlate(ctx, &fr, msg_id);
+    {
+        let mut f = fr.borrow_mut();
+        f.partitions = partitions::of_frame(&f);
+    }
     fr
 }
 
