@@ -7,7 +7,7 @@ Built under `benchmarks/data/hostile/` (reused when present; `--rebuild` makes t
   millions of empty messages, for every codec of every protocol: Kafka record batches
   (gzip, snappy, lz4, zstd; 2.4M empty 7-byte records, as in the issue), Pulsar batches (lz4,
   zlib, zstd, snappy; 2M empty entries), TANK snappy bundles (a Produce and a Consume response,
-  4 × 2M two-byte messages each; and a Consume chunk of 64 MiB of zero bytes, which read as
+  4 × 2M two-byte messages each; and a Consume chunk of 16 MiB of zero bytes, which read as
   zero-length bundles was one bundle and one anomaly per byte) and Pravega, which has no codec: an APPEND_BLOCK_END and a
   SEGMENT_READ of 1.9M empty events each (16 MB commands). Each batch carries one incompressible
   value so that its ratio stays under the cap, as an attacker's would;
@@ -282,12 +282,12 @@ def build_tank(path: Path) -> None:
 
 
 def build_tank_zero_chunk(path: Path) -> None:
-    """A Consume response whose chunk is 64 MiB of zero bytes after one good bundle: read as
-    `[length 0][empty bundle]` records it was one bundle and one anomaly per byte (64M of each);
+    """A Consume response whose chunk is 16 MiB of zero bytes after one good bundle: read as
+    `[length 0][empty bundle]` records it was one bundle and one anomaly per byte (16M of each);
     a zero length is no bundle, so it is one malformed stretch reported once."""
     from tests.test_tank_crafted import M, bundle, chunk, consume_req, consume_resp, entry, q, u32
 
-    ch = chunk(bundle([M(b"good")])) + bytes(64 * 1024 * 1024)
+    ch = chunk(bundle([M(b"good")])) + bytes(16 * 1024 * 1024)
     consume = consume_req(2, [("zeros", [(0, 0)])])
     response = consume_resp(2, [("zeros", [entry(0, 0, q(0), q(1), u32(len(ch)))])], [ch])
     two_way(path, 11011, [(True, consume), (False, response)])
