@@ -28,9 +28,10 @@ use crate::model::{
     Message, Role, Status, Value,
 };
 
-/// One pipeline record, converted.
+/// One pipeline record, converted. The frame is boxed: it is several times the size of the
+/// other records, which would otherwise all take its size.
 pub enum Record {
-    Frame(Frame),
+    Frame(Box<Frame>),
     Anomaly(Anomaly),
     Exchange(Exchange),
     Connection(ConnectionSummary),
@@ -105,7 +106,7 @@ impl<'py> Converter<'py> {
         let kind: String = ev.getattr("kind")?.extract()?;
         let obj = ev.getattr("obj")?;
         let record = match kind.as_str() {
-            "frame" => Record::Frame(self.frame(&obj)?),
+            "frame" => Record::Frame(Box::new(self.frame(&obj)?)),
             "anomaly" => Record::Anomaly(self.anomaly(&obj)?),
             "exchange" => Record::Exchange(self.exchange(&obj)?),
             "connection" => Record::Connection(self.connection(&obj)?),
