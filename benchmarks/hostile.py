@@ -7,7 +7,8 @@ Built under `benchmarks/data/hostile/` (reused when present; `--rebuild` makes t
   millions of empty messages, for every codec of every protocol: Kafka record batches
   (gzip, snappy, lz4, zstd; 2.4M empty 7-byte records, as in the issue), Pulsar batches (lz4,
   zlib, zstd, snappy; 2M empty entries), TANK snappy bundles (a Produce and a Consume response,
-  4 × 2M two-byte messages each) and Pravega, which has no codec: an APPEND_BLOCK_END and a
+  4 × 2M two-byte messages each; and a Consume chunk of 16 MiB of zero bytes, which read as
+  zero-length bundles was one bundle and one anomaly per byte) and Pravega, which has no codec: an APPEND_BLOCK_END and a
   SEGMENT_READ of 1.9M empty events each (16 MB commands). Each batch carries one incompressible
   value so that its ratio stays under the cap, as an attacker's would;
 * a SYN flood of 1M distinct connections (one SYN each, 100 µs apart: 100 s of capture time);
@@ -280,6 +281,18 @@ def build_tank(path: Path) -> None:
     two_way(path, 11011, [(True, produce), (True, consume), (False, response)])
 
 
+def build_tank_zero_chunk(path: Path) -> None:
+    """A Consume response whose chunk is 16 MiB of zero bytes after one good bundle: read as
+    `[length 0][empty bundle]` records it was one bundle and one anomaly per byte (16M of each);
+    a zero length is no bundle, so it is one malformed stretch reported once."""
+    from tests.test_tank_crafted import M, bundle, chunk, consume_req, consume_resp, entry, q, u32
+
+    ch = chunk(bundle([M(b"good")])) + bytes(16 * 1024 * 1024)
+    consume = consume_req(2, [("zeros", [(0, 0)])])
+    response = consume_resp(2, [("zeros", [entry(0, 0, q(0), q(1), u32(len(ch)))])], [ch])
+    two_way(path, 11011, [(True, consume), (False, response)])
+
+
 # -- Pravega -------------------------------------------------------------------------------------
 def build_pravega(path: Path) -> None:
     from tests.test_pravega_crafted import (
@@ -342,6 +355,7 @@ def cases() -> Iterator[tuple[str, str, Callable[[Path], None]]]:
     for codec in PULSAR_CODECS:
         yield f"pulsar-{codec}", "pcap", lambda p, c=codec: build_pulsar(p, c)
     yield "tank-snappy", "pcap", build_tank
+    yield "tank-zero-chunk", "pcap", build_tank_zero_chunk
     yield "pravega-events", "pcap", build_pravega
     yield "syn-flood-1m", "pcap", build_syn_flood
     yield "partial-100k-open", "pcap", lambda p: build_partial(p, close=False)

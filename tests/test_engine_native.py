@@ -43,9 +43,10 @@ REAL = sorted(CAPTURES.glob("*/*.pcap")) + sorted((ROOT / "samples").glob("*.pca
 REAL_IDS = [f"{p.parent.name}/{p.stem}" for p in REAL]
 
 
-PRIVATE = frozenset({"context"})
+PRIVATE = frozenset({"context", "flagged"})
 """Frame fields never compared: `context` is private to the protocol's session, never exported
-(the Rust sessions keep theirs as Rust values)."""
+(the Rust sessions keep theirs as Rust values); `flagged` is `Frame.flag`'s bookkeeping for its
+per-kind cap (what it produces, the anomalies, is compared)."""
 
 
 def _norm(o: Any, skip: frozenset[str] = PRIVATE) -> Any:

@@ -643,6 +643,49 @@ def test_bundle_count_mismatch_and_unknown_codec() -> None:
     assert b.status == "malformed" and "unknown codec 3" in b.anomalies[0].detail
 
 
+CHUNKS_AT = 5 + 4 + (4 + 1 + 3 + 1 + 23)
+"""Where the chunks of a one-topic ("ev"), one-partition Consume response start in the frame:
+frame header 5, header length u32 4, then the header: request id 4, topics count 1, str8 "ev" 3,
+partitions count 1 and an OK entry (partition u16, flags u8, base u64, hwm u64, length u32 = 23)."""
+
+
+def test_chunk_of_zero_bytes_is_one_malformed_stretch() -> None:
+    # A bundle length of 0 is no bundle (TANK's log verifier rejects it): the rest of the chunk
+    # is reported once with its size, not as one empty bundle and one anomaly per byte.
+    good = bundle([M(b"a")])
+    ch = chunk(good) + bytes(1000)
+    resp = consume_resp(4, [("ev", [entry(0, 0, q(5), q(9), u32(len(ch)))])], [ch])
+    out = run([(C, consume_req(4, [("ev", [(0, 5)])])), (S, resp)])
+    (rs,) = out.of("Consume", "response")
+    zeros_at = CHUNKS_AT + 1 + len(good)  # after the good bundle's 1-byte length and its bytes
+    assert rs.status == "malformed"
+    assert [(a.kind, a.offset) for a in rs.anomalies] == [("malformed", zeros_at)]
+    assert "the last 1000 bytes of the chunk" in rs.anomalies[0].detail
+    e = rs.fields["topics"][0]["partitions"][0]
+    assert len(e["bundles"]) == 1 and e["unread"] == {"offset": zeros_at, "length": 1000}
+    assert [(m.offset, m.value) for m in rs.messages] == [(5, b"a")]
+
+
+def test_anomalies_of_a_kind_are_capped_per_frame() -> None:
+    # 1000 two-byte records `01 04`: bundle length 1, flags 0x04 (1 message, no codec), an empty
+    # message set: each bundle is malformed ("declares 1 messages, holds 0"), 1000 problems of one
+    # kind in one frame. The first 64 are listed, the other 936 counted in one anomaly placed at
+    # the 65th problem: the message set of bundle 64, at CHUNKS_AT + 2 * 64 + 2.
+    ch = b"\x01\x04" * 1000
+    resp = consume_resp(5, [("ev", [entry(0, 0, q(0), q(9), u32(len(ch)))])], [ch])
+    out = run([(C, consume_req(5, [("ev", [(0, 0)])])), (S, resp)])
+    (rs,) = out.of("Consume", "response")
+    assert rs.status == "malformed"
+    kinds = [a.kind for a in rs.anomalies]
+    assert kinds == ["malformed"] * 64 + ["anomaly_limit"]
+    assert [a.offset for a in rs.anomalies[:2]] == [CHUNKS_AT + 2, CHUNKS_AT + 4]
+    limit = rs.anomalies[-1]
+    assert limit.offset == CHUNKS_AT + 2 * 64 + 2
+    assert limit.detail.startswith("936 more malformed anomalies in this frame past the first 64")
+    assert len(rs.fields["topics"][0]["partitions"][0]["bundles"]) == 1000
+    assert rs.messages == []
+
+
 def test_snappy_failures_and_limits() -> None:
     msgs = [M(b"%05d" % i + b"." * 200) for i in range(40)]
     comp = bundle(msgs, snappy=True)

@@ -332,7 +332,20 @@ pub struct Frame {
     /// kept in `messages` (the `message_limit` anomaly says so). Totals count
     /// `messages.len() + messages_counted`, so the cap bounds memory without changing counts.
     pub messages_counted: u64,
+    /// Per anomaly kind [`Frame::flag`] was called with: times called, and the index in
+    /// `anomalies` of the `anomaly_limit` anomaly counting those past [`MAX_ANOMALIES_PER_KIND`].
+    /// A few kinds per frame at most, so a vector (no allocation for frames without anomalies).
+    pub flagged: Vec<(Cow<'static, str>, u64, Option<usize>)>,
 }
+
+/// Anomalies of one kind [`Frame::flag`] lists per frame. Hostile bytes can make a decoder find a
+/// problem every byte or two (a Consume chunk of tiny malformed bundles: one per two bytes of a
+/// frame of up to 256 MiB); each is an object and a row, so past this the rest of that kind are
+/// counted in one `anomaly_limit` anomaly instead. Per kind, so that a flood of one never hides
+/// another. Twin of `wiredump.dissect.model.MAX_ANOMALIES_PER_KIND`.
+pub const MAX_ANOMALIES_PER_KIND: u64 = 64;
+/// Anomaly kind: how many more anomalies of a kind the frame had past [`MAX_ANOMALIES_PER_KIND`].
+pub const ANOMALY_LIMIT: &str = "anomaly_limit";
 
 /// A frame shared by its session, the correlator and the output queue (see the module doc).
 pub type FrameRef = Rc<RefCell<Frame>>;
@@ -376,6 +389,7 @@ impl Frame {
             exchange_done: false,
             released: false,
             messages_counted: 0,
+            flagged: Vec::new(),
         }
     }
 
@@ -385,6 +399,10 @@ impl Frame {
     }
 
     /// Marks the frame with a status and records why; the first non-ok status wins.
+    ///
+    /// At most [`MAX_ANOMALIES_PER_KIND`] anomalies of a kind are listed; the rest are counted in
+    /// one `anomaly_limit` anomaly (at the offset of the first one left out), so that what a frame
+    /// holds is bounded whatever its bytes say. The status is set either way.
     pub fn flag(
         &mut self,
         status: Status,
@@ -395,7 +413,44 @@ impl Frame {
         if self.status == Status::Ok {
             self.status = status;
         }
-        self.anomalies.push(Anomaly::new(kind, detail).at(offset));
+        self.note(kind, detail, offset);
+    }
+
+    /// Records an anomaly that does not change the frame's status (our own limits: a frame is
+    /// not malformed because it exceeds them), under the same per-kind cap as [`Frame::flag`].
+    pub fn note(
+        &mut self,
+        kind: impl Into<Cow<'static, str>>,
+        detail: impl Into<String>,
+        offset: Option<u64>,
+    ) {
+        let kind = kind.into();
+        let i = match self.flagged.iter().position(|(k, _, _)| *k == kind) {
+            Some(i) => i,
+            None => {
+                self.flagged.push((kind.clone(), 0, None));
+                self.flagged.len() - 1
+            }
+        };
+        let entry = &mut self.flagged[i];
+        entry.1 += 1;
+        if entry.1 <= MAX_ANOMALIES_PER_KIND {
+            self.anomalies.push(Anomaly::new(kind, detail).at(offset));
+            return;
+        }
+        let text = format!(
+            "{} more {kind} anomalies in this frame past the first {MAX_ANOMALIES_PER_KIND} \
+             (counted, not listed)",
+            entry.1 - MAX_ANOMALIES_PER_KIND
+        );
+        match entry.2.and_then(|at| self.anomalies.get_mut(at)) {
+            Some(limit) if limit.kind == ANOMALY_LIMIT => limit.detail = text,
+            _ => {
+                entry.2 = Some(self.anomalies.len());
+                self.anomalies
+                    .push(Anomaly::new(ANOMALY_LIMIT, text).at(offset));
+            }
+        }
     }
 
     /// The protocol's private context, if it is of type `T`.

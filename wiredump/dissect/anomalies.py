@@ -147,6 +147,11 @@ ENGINE_KINDS: tuple[AnomalyKind, ...] = (
         WARNING,
         "a frame carried more messages than wiredump keeps as rows: the rest were read and checked, not kept",
     ),
+    AnomalyKind(
+        "anomaly_limit",
+        WARNING,
+        "a frame had more anomalies of one kind than wiredump lists per frame (64): the rest are counted here",
+    ),
     # -- wiredump itself -------------------------------------------------------------------------------------
     AnomalyKind(
         "internal_error",

@@ -31,6 +31,14 @@ EVENT = "event"
 PRODUCE = "produce"
 DELIVER = "deliver"
 
+MAX_ANOMALIES_PER_KIND = 64
+"""Anomalies of one kind `Frame.flag` lists per frame. Hostile bytes can make a decoder find a
+problem every byte or two (a Consume chunk of tiny malformed bundles: one per two bytes of a frame
+of up to 256 MiB); each is an object and a row, so past this the rest of that kind are counted in
+one `anomaly_limit` anomaly instead. Per kind, so that a flood of one never hides another."""
+ANOMALY_LIMIT = "anomaly_limit"
+"""Anomaly kind: how many more anomalies of a kind the frame had past `MAX_ANOMALIES_PER_KIND`."""
+
 
 @dataclass(slots=True)
 class Anomaly:
@@ -139,12 +147,44 @@ class Frame:
     """Messages the frame carried past `Limits.max_messages`: read, checked and counted, not kept
     in `messages` (the `message_limit` anomaly says so). Totals (`wiredump stats`) count
     `len(messages) + messages_counted`, so the cap bounds memory without changing the counts."""
+    flagged: dict[str, list[Any]] | None = None
+    """Per anomaly kind `flag` was called with: [times called, the `anomaly_limit` anomaly counting
+    those past `MAX_ANOMALIES_PER_KIND`, or None]. None until the first `flag` (most frames have no
+    anomaly, and a frame costs memory for as long as it is held)."""
 
     def flag(self, status: str, kind: str, detail: str, offset: int | None = None) -> None:
-        """Mark the frame with a status and record why; the first non-ok status wins."""
+        """Mark the frame with a status and record why; the first non-ok status wins.
+
+        At most `MAX_ANOMALIES_PER_KIND` anomalies of a kind are listed; the rest are counted in
+        one `anomaly_limit` anomaly (at the offset of the first one left out), so that what a frame
+        holds is bounded whatever its bytes say. The status is set either way.
+        """
         if self.status == OK:
             self.status = status
-        self.anomalies.append(Anomaly(kind, detail, offset))
+        self.note(kind, detail, offset)
+
+    def note(self, kind: str, detail: str, offset: int | None = None) -> None:
+        """Record an anomaly that does not change the frame's status (our own limits: a frame
+        is not malformed because it exceeds them), under the same per-kind cap as `flag`."""
+        seen = self.flagged
+        if seen is None:
+            seen = self.flagged = {}
+        entry = seen.get(kind)
+        if entry is None:
+            entry = seen[kind] = [0, None]
+        entry[0] += 1
+        if entry[0] <= MAX_ANOMALIES_PER_KIND:
+            self.anomalies.append(Anomaly(kind, detail, offset))
+            return
+        text = (
+            f"{entry[0] - MAX_ANOMALIES_PER_KIND} more {kind} anomalies in this frame "
+            f"past the first {MAX_ANOMALIES_PER_KIND} (counted, not listed)"
+        )
+        if entry[1] is None:
+            entry[1] = Anomaly(ANOMALY_LIMIT, text, offset)
+            self.anomalies.append(entry[1])
+        else:
+            entry[1].detail = text
 
 
 @dataclass(slots=True)

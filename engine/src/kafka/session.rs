@@ -1061,6 +1061,7 @@ impl KafkaSession {
             // way when only that reading fits, and say so.
             f.messages.truncate(n_msgs);
             f.anomalies.truncate(n_anoms);
+            f.flagged.clear(); // the per-kind counts of `Frame::flag` counted what was dropped
             f.status = status;
             stats.clear();
             let mut head = Fields::new();

@@ -28,7 +28,8 @@ use crate::model::{
     Message, Role, Status, TopicPartition, Value,
 };
 
-/// One pipeline record, converted.
+/// One pipeline record, converted. The frame is boxed: it is several times the size of the
+/// other records, which would otherwise all take its size.
 pub enum Record {
     Frame(Box<Frame>),
     Anomaly(Anomaly),

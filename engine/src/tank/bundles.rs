@@ -394,6 +394,10 @@ pub struct Chunk {
     /// The cut-off last bundle (normal: the fetch size is in bytes), if any.
     pub partial: Option<Fields>,
     pub next_seq: Option<u64>,
+    /// Where the chunk stopped making sense (a bundle length of 0), and the bytes left unread.
+    pub unread: Option<Fields>,
+    /// Problems of the chunk itself (not of one of its bundles).
+    pub problems: Vec<Problem>,
 }
 
 /// Decodes the chunk in `buf[start..end]`, whose last bundle may be cut short; at most `keep`
@@ -432,6 +436,26 @@ pub fn decode_chunk(
             p.set_span("declared_length", Value::Int(blen as i64), c.span(at));
             p.set("available", Value::Int(c.left() as i64));
             ch.partial = Some(p);
+            break;
+        }
+        if blen == 0 {
+            // Not a bundle: every bundle holds at least its flags byte (and one message), and
+            // TANK's own log verifier rejects a zero length (`TANK_EXPECT(bundleLen)`). The
+            // length is the only framing a chunk has, so nothing after it can be trusted: the
+            // rest of the chunk is one malformed stretch, reported once with its size (a chunk
+            // of zero bytes would otherwise be one empty bundle and one problem per byte).
+            let left_bytes = end - at;
+            let mut u = Fields::new();
+            u.set("offset", Value::Int(at as i64));
+            u.set("length", Value::Int(left_bytes as i64));
+            ch.unread = Some(u);
+            ch.problems.push(malformed(
+                format!(
+                    "bundle length 0 at byte {at} (a bundle holds at least its flags byte): \
+                     the last {left_bytes} bytes of the chunk are not read as bundles"
+                ),
+                Some(at),
+            ));
             break;
         }
         let blen = blen as usize;

@@ -357,6 +357,10 @@ fn consume_entries(
                 entry.fields.set("partial_bundle", Value::Map(p));
                 partial = true;
             }
+            if let Some(u) = chunk.unread {
+                entry.fields.set("unread", Value::Map(u));
+                st.problems.append(&mut chunk.problems);
+            }
             c.pos = end;
             let missing = clen as i64 - (end as i64 - at as i64);
             c.need_i(missing, format!("chunk of {name}/{pid}"))?;

@@ -14,7 +14,7 @@ use super::constants as C;
 use super::cursor::Cursor;
 use super::{partitions, requests, responses, PROTOCOL};
 use crate::correlation::Key;
-use crate::model::{Anomaly, Frame, FrameRef, Kind, Role, Span, Status, Value};
+use crate::model::{Frame, FrameRef, Kind, Role, Span, Status, Value};
 use crate::protocol::{ConnCtx, FrameLen, Session};
 
 fn size_at(buf: &[u8], pos: usize) -> Option<u64> {
@@ -296,7 +296,7 @@ fn decode_frame(ctx: &mut ConnCtx, data: &[u8], role: Role, complete: bool) -> F
         for (kind, detail, offset) in std::mem::take(&mut st.problems) {
             if kind == "decompression_limit" || kind == "message_limit" {
                 // Our cap, not the frame's fault.
-                f.anomalies.push(Anomaly::new(kind, detail).at(offset));
+                f.note(kind, detail, offset);
             } else {
                 f.flag(Status::Malformed, kind, detail, offset);
             }

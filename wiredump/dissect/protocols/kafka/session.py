@@ -841,6 +841,7 @@ class KafkaSession(Session):
             # Some brokers answer a flexible version with response header v0: decode it that
             # way when only that reading fits, and say so.
             del f.messages[n_msgs:], f.anomalies[n_anoms:]
+            f.flagged = None  # the per-kind counts of `Frame.flag` counted what was dropped
             f.status = status
             stats.clear()
             f.fields["header"] = {"correlation_id": corr, "header_version": 0}

@@ -248,6 +248,10 @@ class Chunk:
     partial: dict[str, Any] | None = None
     """The cut-off last bundle (normal: the fetch size is in bytes), if any."""
     next_seq: int | None = None
+    unread: dict[str, Any] | None = None
+    """Where the chunk stopped making sense (a bundle length of 0), and the bytes left unread."""
+    problems: list[Problem] = field(default_factory=list)
+    """Problems of the chunk itself (not of one of its bundles)."""
 
 
 def decode_chunk(
@@ -273,6 +277,23 @@ def decode_chunk(
             break
         if blen > c.left:
             ch.partial = {"offset": at, "declared_length": blen, "available": c.left}
+            break
+        if blen == 0:
+            # Not a bundle: every bundle holds at least its flags byte (and one message), and
+            # TANK's own log verifier rejects a zero length (`TANK_EXPECT(bundleLen)`). The
+            # length is the only framing a chunk has, so nothing after it can be trusted: the
+            # rest of the chunk is one malformed stretch, reported once with its size (a chunk
+            # of zero bytes would otherwise be one empty bundle and one problem per byte).
+            left_bytes = end - at
+            ch.unread = {"offset": at, "length": left_bytes}
+            ch.problems.append(
+                (
+                    "malformed",
+                    f"bundle length 0 at byte {at} (a bundle holds at least its flags byte): "
+                    f"the last {left_bytes} bytes of the chunk are not read as bundles",
+                    at,
+                )
+            )
             break
         bundle = decode_bundle(buf, c.pos, c.pos + blen, seq, limits, left)
         left -= len(bundle.messages)

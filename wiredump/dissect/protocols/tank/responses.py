@@ -179,6 +179,9 @@ def _consume_body(
             if chunk.partial is not None:
                 # Normal: the fetch size is in bytes, the broker cuts the last bundle.
                 entry["partial_bundle"] = chunk.partial
+            if chunk.unread is not None:
+                entry["unread"] = chunk.unread
+                st.problems.extend(chunk.problems)
             c.pos = end
             c.need(clen - (end - at), f"chunk of {name}/{pid}")
         items.append(_entry_text(name, entry, read))

@@ -22,7 +22,6 @@ from wiredump.dissect.model import (
     REQUEST,
     RESPONSE,
     UNKNOWN_TYPE,
-    Anomaly,
     Frame,
 )
 from wiredump.dissect.protocols.base import NEED_MORE, NOT_A_FRAME, ConnContext, Session
@@ -170,7 +169,7 @@ class TankSession(Session):
             f.messages_counted += st.read - st.kept
         for kind, detail, offset in st.problems:
             if kind in (LIMIT, MESSAGE_LIMIT):
-                f.anomalies.append(Anomaly(kind, detail, offset))  # our cap, not the frame's fault
+                f.note(kind, detail, offset)  # our cap, not the frame's fault
             else:
                 f.flag(MALFORMED, kind, detail, offset)
         if not f.summary:
