@@ -28,6 +28,14 @@ impl Role {
         }
     }
 
+    /// 0 for the client, 1 for the server: the index of per-direction state (`[T; 2]`).
+    pub fn index(self) -> usize {
+        match self {
+            Role::Client => 0,
+            Role::Server => 1,
+        }
+    }
+
     /// The other side.
     pub fn other(self) -> Role {
         match self {

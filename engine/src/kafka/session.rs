@@ -124,13 +124,6 @@ pub struct KafkaSession {
     run_state: Rc<RefCell<RunState>>,
 }
 
-fn side(role: Role) -> usize {
-    match role {
-        Role::Client => 0,
-        Role::Server => 1,
-    }
-}
-
 /// The first pending correlation id (responses come in request order).
 fn min_pending(ctx: &ConnCtx) -> Option<i64> {
     ctx.correlator
@@ -1335,7 +1328,7 @@ impl Session for KafkaSession {
                 return FrameLen::NotAFrame;
             }
             self.tls = true;
-            self.synced[side(role)] = true;
+            self.synced[role.index()] = true;
             return FrameLen::Len(5 + ((u64::from(buf[3]) << 8) | u64::from(buf[4])));
         }
         if avail < 4 {
@@ -1349,7 +1342,7 @@ impl Session for KafkaSession {
                 FrameLen::NotAFrame
             };
         }
-        if self.synced[side(role)] {
+        if self.synced[role.index()] {
             if role == Role::Client {
                 if size < 8 || (avail >= 8 && !plausible_request(buf, 0, false)) {
                     return FrameLen::NotAFrame;
@@ -1368,7 +1361,7 @@ impl Session for KafkaSession {
             Verdict::Wait => FrameLen::NeedMore,
             Verdict::No => FrameLen::NotAFrame,
             Verdict::Yes => {
-                self.synced[side(role)] = true;
+                self.synced[role.index()] = true;
                 FrameLen::Len(size as u64 + 4)
             }
         }
@@ -1388,7 +1381,7 @@ impl Session for KafkaSession {
                 Role::Server => self.confirmed_response(ctx, buf, at, 0),
             };
             if v == Verdict::Yes {
-                self.synced[side(role)] = true;
+                self.synced[role.index()] = true;
                 return Some(at);
             }
         }

@@ -106,13 +106,6 @@ pub struct PravegaSession {
     started: [bool; 2],
 }
 
-fn side(role: Role) -> usize {
-    match role {
-        Role::Client => 0,
-        Role::Server => 1,
-    }
-}
-
 impl PravegaSession {
     pub fn new(ctx: &ConnCtx) -> PravegaSession {
         PravegaSession {
@@ -378,7 +371,7 @@ impl PravegaSession {
                 int(&f.fields, "low_version").unwrap_or(0),
             )
         };
-        self.hello[side(role)] = Some(mine);
+        self.hello[role.index()] = Some(mine);
         if role == Role::Client {
             self.pairs.hello_request(&mut ctx.correlator, fr);
         } else {
@@ -387,7 +380,7 @@ impl PravegaSession {
         let (Some((ch, cl)), Some((sh, sl))) = (self.hello[0], self.hello[1]) else {
             return;
         };
-        let other = self.hello[side(role.other())].unwrap_or((0, 0));
+        let other = self.hello[role.other().index()].unwrap_or((0, 0));
         let mut f = fr.borrow_mut();
         let mut peer = Fields::new();
         peer.set("high_version", Value::Int(other.0));
@@ -647,7 +640,7 @@ impl Session for PravegaSession {
             return FrameLen::NeedMore;
         }
         let (code, length) = header(buf);
-        let s = side(role);
+        let s = role.index();
         if !self.started[s] {
             // The first frame of a direction must check out as strictly as a resync candidate:
             // a capture that starts mid-connection starts mid-frame, and small ints (lengths,

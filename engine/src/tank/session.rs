@@ -82,13 +82,6 @@ pub struct TankSession {
     synced: [bool; 2],
 }
 
-fn side(role: Role) -> usize {
-    match role {
-        Role::Client => 0,
-        Role::Server => 1,
-    }
-}
-
 impl TankSession {
     pub fn new() -> TankSession {
         TankSession::default()
@@ -97,7 +90,7 @@ impl TankSession {
     /// A session that already framed a frame of `role` (tests: the framing after the first frame).
     pub fn synced(role: Role) -> TankSession {
         let mut s = TankSession::default();
-        s.synced[side(role)] = true;
+        s.synced[role.index()] = true;
         s
     }
 }
@@ -107,11 +100,11 @@ impl Session for TankSession {
         if buf.len() < C::HEADER_SIZE {
             return FrameLen::NeedMore;
         }
-        if !self.synced[side(role)] {
+        if !self.synced[role.index()] {
             if !plausible_header(buf, 0, role, true) {
                 return FrameLen::NotAFrame;
             }
-            self.synced[side(role)] = true;
+            self.synced[role.index()] = true;
         }
         let msg_id = buf[0];
         let size = size_at(buf, 1).unwrap_or(0);
