@@ -333,7 +333,12 @@ def json_row(name: str, row: dict[str, Any]) -> dict[str, Any]:
 def json_line(name: str, row: tuple[Any, ...]) -> str:
     """One row (tuple in schema order) as one line of JSON, without the newline."""
     schema = SCHEMAS[name]
-    obj = {f.name: json_value(f.name, schema, v) for f, v in zip(schema, row, strict=True)}
+    # An integer too wide for its column is null, as in Parquet (`_clean`): a TANK sequence number
+    # of 2^64-1 is no int64, and the two formats must hold the same values.
+    obj = {
+        f.name: json_value(f.name, schema, _clean(v, f.type) if pa.types.is_integer(f.type) else v)
+        for f, v in zip(schema, row, strict=True)
+    }
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
