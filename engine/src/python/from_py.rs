@@ -47,8 +47,8 @@ pub struct Converter<'py> {
     /// Protocol names and connection states as the model's `&'static str`.
     ///
     /// The model names a protocol with a `&'static str` (the registry's constant); a name that
-    /// comes from Python has to be made static, which leaks it. Each distinct name is leaked
-    /// once per conversion (a handful of bytes: protocol names and states), and this path serves
+    /// comes from Python is the registry's when it has it; any other (a test's made-up name) has to
+    /// be made static, which leaks it, once per conversion (a handful of bytes). This path serves
     /// tests and benchmarks only; the engine's own records never come through here.
     names: Vec<&'static str>,
     last_capture: Option<(String, Rc<str>)>,
@@ -83,6 +83,15 @@ impl<'py> Converter<'py> {
 
     fn intern(&mut self, s: &str) -> &'static str {
         if let Some(n) = STATES.iter().chain(self.names.iter()).find(|n| **n == s) {
+            return n;
+        }
+        // The registry's names are static already: only a name it lacks is leaked.
+        if let Some(n) = crate::registry::protocols()
+            .iter()
+            .map(|p| p.name())
+            .find(|n| *n == s)
+        {
+            self.names.push(n);
             return n;
         }
         let leaked: &'static str = Box::leak(s.to_owned().into_boxed_str());
