@@ -301,7 +301,9 @@ pub struct Capture {
     session_opts: Rc<SessionOptions>,
     observe_opts: Rc<SessionOptions>,
     pub detector: Detector,
-    conns: HashMap<u64, Conn>,
+    /// The connections not released yet (and those parked), by stream; boxed, as the
+    /// reassembler's (see `tcp::Reassembler::live`).
+    conns: HashMap<u64, Box<Conn>>,
     /// Closed connections no protocol was recognised on, waiting for their port to be learned.
     parked: Vec<(u64, Decision)>,
     /// Stream → first packet of each connection whose bytes detection holds.
@@ -643,7 +645,7 @@ impl Capture {
         if let Some(Conn {
             user: User::Framer(f, observe),
             ..
-        }) = conns.get_mut(&stream)
+        }) = conns.get_mut(&stream).map(|c| &mut **c)
         {
             let out: &mut dyn Output = if *observe { &mut Discard } else { q };
             f.feed(out, role, data, packet, ts_us);
@@ -1099,7 +1101,7 @@ impl Dissection {
                     retransmissions: 0,
                     state: "open",
                 };
-                self.cap.conns.insert(stream, conn);
+                self.cap.conns.insert(stream, Box::new(conn));
             }
             TcpEvent::Data {
                 stream,

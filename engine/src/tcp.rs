@@ -318,8 +318,10 @@ pub struct Reassembler {
     connections: HashMap<Key, u64>,
     /// The table's keys in insertion order (the reference's dict order, for eviction).
     table: Order,
-    /// The connections tracked, by stream.
-    live: HashMap<u64, Conn>,
+    /// The connections tracked, by stream. Boxed: the table's slots stay small (16 bytes, not
+    /// the 416 of a `Conn`), so that growing or rehashing it under a flood of short connections
+    /// moves and leaves behind little memory.
+    live: HashMap<u64, Box<Conn>>,
     /// The stream number the next connection gets.
     next_stream: u64,
     retention: Retention,
@@ -425,7 +427,7 @@ impl Reassembler {
 
     /// A connection still tracked, by stream number (None once released).
     pub fn conn(&self, stream: u64) -> Option<&Conn> {
-        self.live.get(&stream)
+        self.live.get(&stream).map(|c| &**c)
     }
 
     /// How many connections are tracked now.
@@ -475,7 +477,7 @@ impl Reassembler {
             queued: Vec::new(),
             queued_bytes: 0,
         };
-        self.live.insert(stream, conn);
+        self.live.insert(stream, Box::new(conn));
         self.connections
             .insert((client, client_port, server, server_port), stream);
         self.table.touch(stream);
