@@ -429,10 +429,10 @@ def test_cli_engine_switch(capsys: pytest.CaptureFixture[str], monkeypatch: pyte
     assert run_cli(capsys, "stats", sample).out == run_cli(capsys, "stats", sample, "--engine", "python").out
     bad = run_cli(capsys, sample, "--engine", "java")
     assert bad.code == 2 and "--engine takes native, python or rust, not 'java'" in bad.err
-    # Neither the option nor the variable: the default engine (pipeline.DEFAULT_ENGINE), same timeline.
+    # Neither the option nor the variable: the native engine, with the reference's timeline.
     monkeypatch.delenv("WIREDUMP_ENGINE")
     from wiredump.dissect.pipeline import Options
 
-    assert Options().engine == "python"
+    assert Options().engine == "native"
     default = run_cli(capsys, sample)
     assert default.code == 0 and default.out == py.out == run_cli(capsys, sample, "--engine", "native").out

@@ -24,8 +24,8 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
     help="Dissect Kafka, Pulsar, Pravega and TANK traffic in pcap/pcapng captures.\n\n"
     "wiredump CAPTURE… prints the timeline; see the subcommands for the rest.\n\n"
-    "--engine python|native|rust (any command; or WIREDUMP_ENGINE): python, the reference engine, by default; "
-    "native runs the whole dissection in the Rust engine.",
+    "--engine native|python|rust (any command; or WIREDUMP_ENGINE): native, the Rust engine, by default; "
+    "python runs the Python reference engine.",
 )
 
 EXIT_INPUT = 2
