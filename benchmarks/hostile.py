@@ -293,6 +293,19 @@ def build_tank_zero_chunk(path: Path) -> None:
     two_way(path, 11011, [(True, consume), (False, response)])
 
 
+def build_tank_tiny_bundles(path: Path) -> None:
+    """A Consume response whose 2 MiB chunk is `01 04` repeated: a million one-byte bundles
+    (1 message declared, none held), each malformed. Every bundle was an object with its fields
+    and its anomaly (~1.3 GB in the Python engine); past `Limits.max_batches` they are read and
+    counted, not listed, and their anomalies past 64 only counted."""
+    from tests.test_tank_crafted import consume_req, consume_resp, entry, q, u32
+
+    ch = b"\x01\x04" * (1024 * 1024)
+    consume = consume_req(2, [("tiny", [(0, 0)])])
+    response = consume_resp(2, [("tiny", [entry(0, 0, q(0), q(1), u32(len(ch)))])], [ch])
+    two_way(path, 11011, [(True, consume), (False, response)])
+
+
 # -- Pravega -------------------------------------------------------------------------------------
 def build_pravega(path: Path) -> None:
     from tests.test_pravega_crafted import (
@@ -356,6 +369,7 @@ def cases() -> Iterator[tuple[str, str, Callable[[Path], None]]]:
         yield f"pulsar-{codec}", "pcap", lambda p, c=codec: build_pulsar(p, c)
     yield "tank-snappy", "pcap", build_tank
     yield "tank-zero-chunk", "pcap", build_tank_zero_chunk
+    yield "tank-tiny-bundles", "pcap", build_tank_tiny_bundles
     yield "pravega-events", "pcap", build_pravega
     yield "syn-flood-1m", "pcap", build_syn_flood
     yield "partial-100k-open", "pcap", lambda p: build_partial(p, close=False)

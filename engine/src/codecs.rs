@@ -23,6 +23,9 @@ pub struct Limits {
     pub decompressed_total: u64,
     /// Messages one frame keeps; past it they are read, checked and counted only.
     pub max_messages: u64,
+    /// Batches of messages (TANK bundles) one frame lists in its fields; past it they are read,
+    /// checked and counted only (a `batch_limit` anomaly; Python's `Limits.max_batches`).
+    pub max_batches: u64,
 }
 
 impl Default for Limits {
@@ -34,6 +37,7 @@ impl Default for Limits {
             ratio_floor: MIB,
             decompressed_total: 0,
             max_messages: 25_000,
+            max_batches: 10_000,
         }
     }
 }
@@ -49,6 +53,20 @@ impl Limits {
                  read and counted only (limit {} per frame)",
                 total - kept,
                 self.max_messages
+            )
+        })
+    }
+
+    /// The `batch_limit` anomaly's detail for a frame that carried `total` batches of which
+    /// `listed` are listed in its fields, or None when none were left out (the words of Python's
+    /// `Limits.over_batches`).
+    pub fn over_batches(&self, listed: u64, total: u64) -> Option<String> {
+        (total > listed).then(|| {
+            format!(
+                "{total} batches in the frame; the first {listed} are listed in its fields, {} \
+                 more were read and counted only (limit {} per frame)",
+                total - listed,
+                self.max_batches
             )
         })
     }

@@ -432,24 +432,48 @@ impl Frame {
         detail: impl Into<String>,
         offset: Option<u64>,
     ) {
-        let kind = kind.into();
-        let i = match self.flagged.iter().position(|(k, _, _)| *k == kind) {
+        self.add(Anomaly::new(kind, detail).at(offset));
+    }
+
+    /// Records an anomaly built elsewhere (an `internal_error` carries its protocol) under the
+    /// per-kind cap of [`Frame::flag`]; every anomaly a frame carries goes through here, so no
+    /// decoder can make a frame hold more than [`MAX_ANOMALIES_PER_KIND`] of a kind.
+    pub fn add(&mut self, anomaly: Anomaly) {
+        let i = self.count_kind(&anomaly.kind, 1);
+        if self.flagged[i].1 <= MAX_ANOMALIES_PER_KIND {
+            self.anomalies.push(anomaly);
+            return;
+        }
+        self.over(i, anomaly.offset);
+    }
+
+    /// `count` more anomalies of `kind` whose details were never kept ([`PendingAnomalies`]
+    /// dropped them past the cap), counted as [`Frame::note`] would count them. Only for a kind
+    /// the frame already lists [`MAX_ANOMALIES_PER_KIND`] of; `offset` is the first one's.
+    pub fn note_more(&mut self, kind: &Cow<'static, str>, count: u64, offset: Option<u64>) {
+        let i = self.count_kind(kind, count);
+        self.over(i, offset);
+    }
+
+    fn count_kind(&mut self, kind: &Cow<'static, str>, count: u64) -> usize {
+        let i = match self.flagged.iter().position(|(k, _, _)| k == kind) {
             Some(i) => i,
             None => {
                 self.flagged.push((kind.clone(), 0, None));
                 self.flagged.len() - 1
             }
         };
+        self.flagged[i].1 += count;
+        i
+    }
+
+    fn over(&mut self, i: usize, offset: Option<u64>) {
         let entry = &mut self.flagged[i];
-        entry.1 += 1;
-        if entry.1 <= MAX_ANOMALIES_PER_KIND {
-            self.anomalies.push(Anomaly::new(kind, detail).at(offset));
-            return;
-        }
         let text = format!(
-            "{} more {kind} anomalies in this frame past the first {MAX_ANOMALIES_PER_KIND} \
+            "{} more {} anomalies in this frame past the first {MAX_ANOMALIES_PER_KIND} \
              (counted, not listed)",
-            entry.1 - MAX_ANOMALIES_PER_KIND
+            entry.1 - MAX_ANOMALIES_PER_KIND,
+            entry.0
         );
         match entry.2.and_then(|at| self.anomalies.get_mut(at)) {
             Some(limit) if limit.kind == ANOMALY_LIMIT => limit.detail = text,
@@ -468,6 +492,68 @@ impl Frame {
 
     pub fn context_mut<T: 'static>(&mut self) -> Option<&mut T> {
         self.context.as_mut()?.downcast_mut::<T>()
+    }
+}
+
+/// One problem a decoder found before it puts it on its frame: (kind, detail, offset).
+pub type Problem = (Cow<'static, str>, String, Option<u64>);
+
+/// Anomalies a decoder finds before it puts them on their frame (TANK reports a frame's problems
+/// after its own), bounded as [`Frame::add`] bounds them: the first [`MAX_ANOMALIES_PER_KIND`] of
+/// a kind with their details, the rest only counted, in one entry where the first of them was
+/// found. [`PendingAnomalies::put_on`] then gives the frame exactly what flagging at once would
+/// have, in the same order, without holding one problem per bad byte (the twin of Python's
+/// `model.PendingAnomalies`).
+#[derive(Debug, Default)]
+pub struct PendingAnomalies {
+    /// Listed problems, and per kind past the cap one `(kind, "", offset of the first, count)`.
+    items: Vec<(Problem, u64)>,
+    /// Per kind: problems seen, and the index in `items` of its entry past the cap.
+    seen: Vec<(Cow<'static, str>, u64, Option<usize>)>,
+}
+
+impl PendingAnomalies {
+    pub fn push(&mut self, p: Problem) {
+        let i = match self.seen.iter().position(|(k, _, _)| *k == p.0) {
+            Some(i) => i,
+            None => {
+                self.seen.push((p.0.clone(), 0, None));
+                self.seen.len() - 1
+            }
+        };
+        let entry = &mut self.seen[i];
+        entry.1 += 1;
+        if entry.1 <= MAX_ANOMALIES_PER_KIND {
+            self.items.push((p, 0));
+            return;
+        }
+        match entry.2 {
+            Some(at) => self.items[at].1 += 1,
+            None => {
+                entry.2 = Some(self.items.len());
+                self.items.push(((p.0, String::new(), p.2), 1));
+            }
+        }
+    }
+
+    pub fn append(&mut self, problems: &mut Vec<Problem>) {
+        for p in problems.drain(..) {
+            self.push(p);
+        }
+    }
+
+    /// Flags `frame` with each problem (`status_of(kind)`: the status, None for a note).
+    pub fn put_on(self, frame: &mut Frame, status_of: impl Fn(&str) -> Option<Status>) {
+        for ((kind, detail, offset), more) in self.items {
+            if more != 0 {
+                frame.note_more(&kind, more, offset);
+                continue;
+            }
+            match status_of(&kind) {
+                Some(status) => frame.flag(status, kind, detail, offset),
+                None => frame.note(kind, detail, offset),
+            }
+        }
     }
 }
 

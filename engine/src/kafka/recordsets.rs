@@ -121,9 +121,7 @@ pub fn read_into(
             let detail = format!("{place}: {}", p.detail);
             match p.status {
                 Some(s) => f.flag(status_of(s), p.kind, detail, at),
-                None => f
-                    .anomalies
-                    .push(crate::model::Anomaly::new(p.kind, detail).at(at)),
+                None => f.add(crate::model::Anomaly::new(p.kind, detail).at(at)),
             }
         }
         for (k, n) in &rs.stats.counts {

@@ -1169,7 +1169,7 @@ impl PulsarSession {
                 fr,
             );
             for p in problems {
-                f.anomalies.push(Anomaly::new("chunk_incomplete", p));
+                f.add(Anomaly::new("chunk_incomplete", p));
             }
             let Some(joined) = joined else {
                 let line = format!(
@@ -1183,7 +1183,7 @@ impl PulsarSession {
                 return;
             };
             if let Some(p) = &joined.problem {
-                f.anomalies.push(Anomaly::new(
+                f.add(Anomaly::new(
                     "malformed",
                     format!("chunked message {uuid}: {p}"),
                 ));
@@ -1227,8 +1227,7 @@ impl PulsarSession {
             if *kind == "malformed" {
                 f.flag(Status::Malformed, *kind, detail.clone(), poff);
             } else {
-                f.anomalies
-                    .push(Anomaly::new(*kind, detail.clone()).at(poff));
+                f.add(Anomaly::new(*kind, detail.clone()).at(poff));
             }
         }
         let batched = meta.has("num_messages_in_batch");
@@ -1244,8 +1243,7 @@ impl PulsarSession {
         let (kept, total) = (unpacked.entries.len() as u64, unpacked.read as u64);
         if let Some(detail) = ctx.limits.borrow().over_messages(kept, total) {
             // Our cap: the status stays.
-            f.anomalies
-                .push(Anomaly::new("message_limit", detail).at(poff));
+            f.add(Anomaly::new("message_limit", detail).at(poff));
             f.messages_counted += total - kept;
         }
         let singles: Vec<Option<Fields>> = unpacked

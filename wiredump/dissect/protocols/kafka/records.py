@@ -152,7 +152,7 @@ def _problem(rc: RecordContext, status: str | None, kind: str, detail: str, offs
     at = None if offset is None else rc.base + offset
     where = f"{rc.topic}[{rc.partition}]" if rc.topic is not None else f"partition {rc.partition}"
     if status is None:
-        rc.frame.anomalies.append(Anomaly(kind, f"{where}: {detail}", at))
+        rc.frame.add(Anomaly(kind, f"{where}: {detail}", at))
     else:
         rc.frame.flag(status, kind, f"{where}: {detail}", at)
 
