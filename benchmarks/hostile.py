@@ -204,6 +204,28 @@ def build_kafka(path: Path, codec: str) -> None:
     two_way(path, 9092, [(True, kafka_produce(1, batch)), (True, kafka_produce(2, None))])
 
 
+def build_kafka_tiny_batches(path: Path) -> None:
+    """A Produce whose 61 MB record set is 1M empty 61-byte record batches (a batch header
+    with no record, a valid CRC): one decoded batch each in the frame's fields."""
+    batch = kafka_batch(0, b"", 0)
+    assert len(batch) == 61
+    two_way(path, 9092, [(True, kafka_produce(1, batch * 1_000_000))])
+
+
+def build_kafka_metadata_topics(path: Path) -> None:
+    """A Metadata v0 response of 8M empty 8-byte topics (error 0, name "", no partition):
+    one element of the decoded body each (64 MB; the frame maximum is 100 MiB)."""
+    client = b"hostile"
+    req = struct.pack(">hhih", 3, 0, 1, len(client)) + client + struct.pack(">i", 0)
+    n = 8_000_000
+    resp = struct.pack(">iii", 1, 0, n) + struct.pack(">hhi", 0, 0, 0) * n
+    two_way(
+        path,
+        9092,
+        [(True, struct.pack(">i", len(req)) + req), (False, struct.pack(">i", len(resp)) + resp)],
+    )
+
+
 # -- Pulsar --------------------------------------------------------------------------------------
 PULSAR_CODECS: dict[str, tuple[int, Callable[[bytes], bytes]]] = {
     "lz4": (1, lambda b: lz4.block.compress(b, store_size=False)),
@@ -256,6 +278,35 @@ def build_pulsar(path: Path, codec: str) -> None:
         ),
     )
     two_way(path, 6650, [(True, simple(connect)), (True, simple(producer)), (True, send)])
+
+
+def build_pulsar_acks(path: Path) -> None:
+    """A broker that allows 128 MiB messages (CONNECTED max_message_size), then one ACK whose
+    repeated message_id holds 20M minimal 6-byte MessageIdData (ledgerId 0, entryId 0)."""
+    from wiredump.proto import PulsarApi_pb2 as api
+
+    def simple(cmd: api.BaseCommand) -> bytes:
+        c = cmd.SerializeToString()
+        return struct.pack(">II", 4 + len(c), len(c)) + c
+
+    connect = api.BaseCommand(type=api.BaseCommand.CONNECT)
+    connect.connect.client_version = "hostile"
+    connect.connect.protocol_version = 20
+    connected = api.BaseCommand(type=api.BaseCommand.CONNECTED)
+    connected.connected.server_version = "hostile"
+    connected.connected.protocol_version = 20
+    connected.connected.max_message_size = 128 * 1024 * 1024
+    one = api.CommandAck(consumer_id=1, ack_type=0)
+    one.message_id.add(ledgerId=0, entryId=0)
+    head = api.CommandAck(consumer_id=1, ack_type=0).SerializeToString()
+    elem = one.SerializeToString()[len(head) :]
+    assert len(elem) == 6
+    body = head + elem * 20_000_000
+    ack_field = api.BaseCommand.DESCRIPTOR.fields_by_name["ack"].number
+    cmd = api.BaseCommand(type=api.BaseCommand.ACK).SerializeToString()
+    cmd += uvarint(ack_field << 3 | 2) + uvarint(len(body)) + body
+    ack = struct.pack(">II", 4 + len(cmd), len(cmd)) + cmd
+    two_way(path, 6650, [(True, simple(connect)), (False, simple(connected)), (True, ack)])
 
 
 # -- TANK ----------------------------------------------------------------------------------------
@@ -365,8 +416,11 @@ def build_timestamps(path: Path) -> None:
 def cases() -> Iterator[tuple[str, str, Callable[[Path], None]]]:
     for codec in KAFKA_CODECS:
         yield f"kafka-{codec}", "pcap", lambda p, c=codec: build_kafka(p, c)
+    yield "kafka-tiny-batches", "pcap", build_kafka_tiny_batches
+    yield "kafka-metadata-topics", "pcap", build_kafka_metadata_topics
     for codec in PULSAR_CODECS:
         yield f"pulsar-{codec}", "pcap", lambda p, c=codec: build_pulsar(p, c)
+    yield "pulsar-acks", "pcap", build_pulsar_acks
     yield "tank-snappy", "pcap", build_tank
     yield "tank-zero-chunk", "pcap", build_tank_zero_chunk
     yield "tank-tiny-bundles", "pcap", build_tank_tiny_bundles

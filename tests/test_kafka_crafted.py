@@ -899,3 +899,33 @@ def test_anomalies_of_a_kind_past_64_are_counted_in_one() -> None:
         "6 more bad_checksum anomalies in this frame past the first 64 (counted, not listed)"
     )
     assert [m.value for m in f.messages] == [b"v"] * 70
+
+
+def test_batches_past_the_frame_cap_are_read_and_counted_not_listed() -> None:
+    # 10,005 empty record batches (61 bytes each: the v2 header, no record): the frame lists the
+    # first 10,000 (`Limits.max_batches`) in its record set's `batches`; the other 5 are read
+    # and checked (their CRCs count in record_stats) and counted: `batches_not_listed` 5 and one
+    # `batch_limit` note at the first of them (its first byte). The frame is fine.
+    one = batch_v2(0, [])
+    assert len(one) == 61
+    records = one * 10_005
+    data = produce_v3(8, "caps", 0, records)
+    fr, out = engine()
+    fr.feed("client", data, 1, 1_000)
+    fr.finish()
+    (f,) = out.frames
+    at = data.index(records)
+    assert f.status == "ok"
+    assert [(a.kind, a.detail, a.offset) for a in f.anomalies] == [
+        (
+            "batch_limit",
+            "caps[0]: 5 of the record set's 10005 batches are past the frame's 10000th: read and "
+            "checked, not listed",
+            at + 10_000 * 61,
+        )
+    ]
+    rs = f.fields["body"]["topic_data"][0]["partition_data"][0]["records"]
+    assert len(rs["batches"]) == 10_000 and rs["batches_not_listed"] == 5
+    assert rs["record_count"] == 0
+    assert f.fields["record_stats"]["batches"] == 10_005
+    assert f.fields["record_stats"]["crc_ok"] == 10_005

@@ -439,7 +439,7 @@ impl Frame {
     /// per-kind cap of [`Frame::flag`]; every anomaly a frame carries goes through here, so no
     /// decoder can make a frame hold more than [`MAX_ANOMALIES_PER_KIND`] of a kind.
     pub fn add(&mut self, anomaly: Anomaly) {
-        let i = self.count_kind(&anomaly.kind, 1);
+        let i = self.count_kind(&anomaly.kind, || anomaly.kind.clone(), 1);
         if self.flagged[i].1 <= MAX_ANOMALIES_PER_KIND {
             self.anomalies.push(anomaly);
             return;
@@ -450,16 +450,23 @@ impl Frame {
     /// `count` more anomalies of `kind` whose details were never kept ([`PendingAnomalies`]
     /// dropped them past the cap), counted as [`Frame::note`] would count them. Only for a kind
     /// the frame already lists [`MAX_ANOMALIES_PER_KIND`] of; `offset` is the first one's.
-    pub fn note_more(&mut self, kind: &Cow<'static, str>, count: u64, offset: Option<u64>) {
-        let i = self.count_kind(kind, count);
+    pub fn note_more(&mut self, kind: Cow<'static, str>, count: u64, offset: Option<u64>) {
+        let i = self.count_kind(&kind.clone(), || kind, count);
         self.over(i, offset);
     }
 
-    fn count_kind(&mut self, kind: &Cow<'static, str>, count: u64) -> usize {
+    /// The index of `kind` in `flagged` (`owned`: the kind to keep when it is new), counted
+    /// `count` more times.
+    fn count_kind(
+        &mut self,
+        kind: &str,
+        owned: impl FnOnce() -> Cow<'static, str>,
+        count: u64,
+    ) -> usize {
         let i = match self.flagged.iter().position(|(k, _, _)| k == kind) {
             Some(i) => i,
             None => {
-                self.flagged.push((kind.clone(), 0, None));
+                self.flagged.push((owned(), 0, None));
                 self.flagged.len() - 1
             }
         };
@@ -546,7 +553,7 @@ impl PendingAnomalies {
     pub fn put_on(self, frame: &mut Frame, status_of: impl Fn(&str) -> Option<Status>) {
         for ((kind, detail, offset), more) in self.items {
             if more != 0 {
-                frame.note_more(&kind, more, offset);
+                frame.note_more(kind, more, offset);
                 continue;
             }
             match status_of(&kind) {
