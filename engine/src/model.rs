@@ -564,6 +564,77 @@ impl PendingAnomalies {
     }
 }
 
+#[cfg(test)]
+mod pending_tests {
+    use super::*;
+
+    const KINDS: [&str; 4] = [
+        "malformed",
+        "bad_checksum",
+        "message_limit",
+        "trailing_bytes",
+    ];
+
+    fn status_of(kind: &str) -> Option<Status> {
+        match kind {
+            "malformed" => Some(Status::Malformed),
+            "bad_checksum" => Some(Status::BadChecksum),
+            _ => None,
+        }
+    }
+
+    fn rows(f: &Frame) -> Vec<(String, String, Option<u64>)> {
+        f.anomalies
+            .iter()
+            .map(|a| (a.kind.to_string(), a.detail.clone(), a.offset))
+            .collect()
+    }
+
+    /// Putting pending problems on a frame gives what flagging each at once gives (the
+    /// reference), whatever the frame held before, holding at most 65 entries of a kind.
+    #[test]
+    fn pending_anomalies_give_what_flagging_at_once_gives() {
+        let mut seed = 17u64;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        for _ in 0..300 {
+            let before = [0, 1, 5, 70][next(4) as usize];
+            let count = [0, 3, 64, 65, 66, 130, 400][next(7) as usize];
+            let spread = next(4) + 1;
+            let mut direct = Frame::new("x", "t", 0);
+            let mut pended = Frame::new("x", "t", 0);
+            for i in 0..before {
+                let (k, off) = (KINDS[next(4) as usize], next(1000));
+                for f in [&mut direct, &mut pended] {
+                    f.flag(Status::Malformed, k, format!("before {i}"), Some(off));
+                }
+            }
+            let mut pending = PendingAnomalies::default();
+            for i in 0..count {
+                let k = KINDS[next(spread) as usize];
+                let off = (next(2) == 0).then(|| next(1000));
+                match status_of(k) {
+                    Some(s) => direct.flag(s, k, format!("p {i}"), off),
+                    None => direct.note(k, format!("p {i}"), off),
+                }
+                pending.push((Cow::Borrowed(k), format!("p {i}"), off));
+            }
+            assert!(pending.items.len() <= 4 * 65);
+            pending.put_on(&mut pended, status_of);
+            assert_eq!(rows(&pended), rows(&direct));
+            assert_eq!(pended.status, direct.status);
+            for f in [&mut direct, &mut pended] {
+                f.note("malformed", "after", Some(1));
+            }
+            assert_eq!(rows(&pended), rows(&direct));
+        }
+    }
+}
+
 /// An exchange's status (the exchanges table's `status`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ExchangeStatus {
