@@ -226,6 +226,23 @@ def build_kafka_metadata_topics(path: Path) -> None:
     )
 
 
+def build_kafka_pipelined(path: Path, conns: int = 8, n: int = 70_000) -> None:
+    """8 connections, each sending 70,000 ApiVersions v0 requests (15 bytes each) that are
+    never answered: every request waits in its connection's pending map (up to
+    `Limits.max_pending_requests`, 65,536 per connection) until the capture ends."""
+    client = b"c"
+    pcap = Pcap(path)
+    flows = [Flow(pcap, 40000 + i, 9092) for i in range(conns)]
+    for flow in flows:
+        reqs = b"".join(
+            struct.pack(">ihhih", 10 + len(client), 18, 0, corr, len(client)) + client for corr in range(n)
+        )
+        flow.send(True, reqs)
+    for flow in flows:
+        flow.close()
+    pcap.close()
+
+
 # -- Pulsar --------------------------------------------------------------------------------------
 PULSAR_CODECS: dict[str, tuple[int, Callable[[bytes], bytes]]] = {
     "lz4": (1, lambda b: lz4.block.compress(b, store_size=False)),
@@ -418,6 +435,7 @@ def cases() -> Iterator[tuple[str, str, Callable[[Path], None]]]:
         yield f"kafka-{codec}", "pcap", lambda p, c=codec: build_kafka(p, c)
     yield "kafka-tiny-batches", "pcap", build_kafka_tiny_batches
     yield "kafka-metadata-topics", "pcap", build_kafka_metadata_topics
+    yield "kafka-pipelined", "pcap", build_kafka_pipelined
     for codec in PULSAR_CODECS:
         yield f"pulsar-{codec}", "pcap", lambda p, c=codec: build_pulsar(p, c)
     yield "pulsar-acks", "pcap", build_pulsar_acks

@@ -26,6 +26,9 @@ pub struct Limits {
     /// Batches of messages (TANK bundles) one frame lists in its fields; past it they are read,
     /// checked and counted only (a `batch_limit` anomaly; Python's `Limits.max_batches`).
     pub max_batches: u64,
+    /// Bytes of a frame's structured command (Pulsar's BaseCommand) that are parsed; past it the
+    /// frame is named and sized only (`command_limit`; Python's `Limits.max_command_bytes`).
+    pub max_command_bytes: u64,
 }
 
 impl Default for Limits {
@@ -38,6 +41,7 @@ impl Default for Limits {
             decompressed_total: 0,
             max_messages: 25_000,
             max_batches: 10_000,
+            max_command_bytes: 2 * MIB,
         }
     }
 }

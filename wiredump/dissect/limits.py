@@ -46,6 +46,12 @@ class Limits:
     bundles in 2 MiB), so past this the rest are still read, checked (their problems reported)
     and their messages counted, but not listed (a `batch_limit` anomaly). A well-formed batch
     holds at least one message, so a frame within `max_messages` is within this too."""
+    max_command_bytes: int = 2 * MiB
+    """Bytes of a frame's structured command (Pulsar's protobuf BaseCommand, its payload apart)
+    that are parsed. A repeated field of 6-byte entries makes 20M objects of a 120 MB command
+    (9.6 GB in either engine); real commands are a few KB (an ACK of 1,000 ids: ~20 KB; a
+    namespace's topic list of 2 MiB is ~40,000 names). Past it the frame is named and sized, its
+    command not decoded (`command_limit`); the status stays ok."""
     max_connections: int = 16_384
     """Connections whose state the reassembler keeps at once (closed ones waiting for their
     last packets, half-open ones waiting for data). Past this the oldest is released: its

@@ -939,6 +939,17 @@ impl PulsarSession {
         if let Some(cx) = f.context_mut::<FrameCtx>() {
             cx.t = raw_t;
         }
+        let limit = ctx.limits.borrow().max_command_bytes;
+        if cmd_size as u64 > limit {
+            // Parsing it would cost a value per repeated entry (20M in a 120 MB ACK).
+            let detail = format!(
+                "{} command of {cmd_size} bytes is not decoded (limit {limit} bytes)",
+                f.type_
+            );
+            f.note("command_limit", detail, Some(8));
+            f.summary = format!("{cmd_size}-byte command, not decoded");
+            return;
+        }
         let Some(base) = proto::parse(msg::BaseCommand, cmd_bytes, 8) else {
             f.flag(
                 Status::Malformed,
