@@ -205,25 +205,28 @@ def build_kafka(path: Path, codec: str) -> None:
 
 
 def build_kafka_tiny_batches(path: Path) -> None:
-    """A Produce whose 61 MB record set is 1M empty 61-byte record batches (a batch header
+    """A Produce whose 49 MB record set is 800k empty 61-byte record batches (a batch header
     with no record, a valid CRC): one decoded batch each in the frame's fields."""
     batch = kafka_batch(0, b"", 0)
     assert len(batch) == 61
-    two_way(path, 9092, [(True, kafka_produce(1, batch * 1_000_000))])
+    two_way(path, 9092, [(True, kafka_produce(1, batch * 800_000))])
 
 
 def build_kafka_metadata_topics(path: Path) -> None:
-    """A Metadata v0 response of 8M empty 8-byte topics (error 0, name "", no partition):
-    one element of the decoded body each (64 MB; the frame maximum is 100 MiB)."""
+    """Two Metadata v0 exchanges: a small answer (the broker's direction is then in step), then one
+    of 1M empty 8-byte topics (error 0, name "", no partition): one element of the decoded body
+    each (8 MB; the frame maximum is 100 MiB)."""
     client = b"hostile"
-    req = struct.pack(">hhih", 3, 0, 1, len(client)) + client + struct.pack(">i", 0)
-    n = 8_000_000
-    resp = struct.pack(">iii", 1, 0, n) + struct.pack(">hhi", 0, 0, 0) * n
-    two_way(
-        path,
-        9092,
-        [(True, struct.pack(">i", len(req)) + req), (False, struct.pack(">i", len(resp)) + resp)],
-    )
+
+    def req(corr: int) -> bytes:
+        r = struct.pack(">hhih", 3, 0, corr, len(client)) + client + struct.pack(">i", 0)
+        return struct.pack(">i", len(r)) + r
+
+    def resp(corr: int, n: int) -> bytes:
+        r = struct.pack(">iii", corr, 0, n) + struct.pack(">hhi", 0, 0, 0) * n
+        return struct.pack(">i", len(r)) + r
+
+    two_way(path, 9092, [(True, req(1) + req(2)), (False, resp(1, 0)), (False, resp(2, 1_000_000))])
 
 
 def build_kafka_pipelined(path: Path, conns: int = 8, n: int = 70_000) -> None:
@@ -299,7 +302,7 @@ def build_pulsar(path: Path, codec: str) -> None:
 
 def build_pulsar_acks(path: Path) -> None:
     """A broker that allows 128 MiB messages (CONNECTED max_message_size), then one ACK whose
-    repeated message_id holds 20M minimal 6-byte MessageIdData (ledgerId 0, entryId 0)."""
+    repeated message_id holds 10M minimal 6-byte MessageIdData (ledgerId 0, entryId 0)."""
     from wiredump.proto import PulsarApi_pb2 as api
 
     def simple(cmd: api.BaseCommand) -> bytes:
@@ -318,7 +321,7 @@ def build_pulsar_acks(path: Path) -> None:
     head = api.CommandAck(consumer_id=1, ack_type=0).SerializeToString()
     elem = one.SerializeToString()[len(head) :]
     assert len(elem) == 6
-    body = head + elem * 20_000_000
+    body = head + elem * 10_000_000
     ack_field = api.BaseCommand.DESCRIPTOR.fields_by_name["ack"].number
     cmd = api.BaseCommand(type=api.BaseCommand.ACK).SerializeToString()
     cmd += uvarint(ack_field << 3 | 2) + uvarint(len(body)) + body
