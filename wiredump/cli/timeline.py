@@ -458,6 +458,9 @@ def timeline(
         or bool(opts.filter and opts.filter.needs_messages)
         or bool(columns and columns.needs_messages)
     )
+    # The lines themselves read only the frame's columns and summary: the decoded fields are
+    # handed over only for the field tree, a filter, the JSON or -e columns and `--mark NAME`.
+    options.detail = bool(verbose or opts.filter is not None or fmt != "text" or opts.mark_fields)
     out = Out(color if fmt == "text" else False)
     show_progress = progress and not out.rich and Progress.wanted() and not sys.stdout.isatty()
     from wiredump.cli import parallel

@@ -146,6 +146,10 @@ pub struct Dissector {
     on_record: Option<Py<PyAny>>,
     /// What the records' iterable raised (`from_records`), raised by `__next__`.
     error: Rc<RefCell<Option<PyErr>>>,
+    /// The model classes, looked up once.
+    model: model::Handles,
+    /// Frames carry their `fields` and `partitions` (`pipeline.Options.detail`).
+    detail: bool,
 }
 
 #[pymethods]
@@ -306,6 +310,11 @@ impl Dissector {
         error: Rc<RefCell<Option<PyErr>>>,
     ) -> PyResult<Self> {
         let (opts, names) = read_options(options)?;
+        // Options made before the flag existed (pickled by a Spark driver) mean true.
+        let detail = match options.getattr("detail") {
+            Ok(d) => d.extract()?,
+            Err(_) => true,
+        };
         let protocols = registry::select(names.as_deref());
         let run = Dissection::new(reader, opts, protocols).map_err(PyValueError::new_err)?;
         let capture = run
@@ -322,6 +331,8 @@ impl Dissector {
             capture,
             on_record: None,
             error,
+            model: model::Handles::load(py)?,
+            detail,
         })
     }
 
@@ -333,7 +344,7 @@ impl Dissector {
 
     fn convert(&mut self, py: Python<'_>, rec: Record) -> PyResult<()> {
         let c = &self.classes;
-        let m = model::Classes::new(py)?;
+        let m = self.model.bind(py, self.detail);
         let ev = match rec {
             Record::Frame(f) => {
                 let pf = m.frame(&f.borrow())?;

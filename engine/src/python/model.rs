@@ -14,6 +14,45 @@ pub struct Classes<'py> {
     anomaly: Bound<'py, PyAny>,
     exchange: Bound<'py, PyAny>,
     topic_partition: Bound<'py, PyAny>,
+    /// Convert each frame's `fields` and `partitions` (see [`Handles::bind`]).
+    detail: bool,
+}
+
+/// The classes as handles a `Dissector` keeps for its run: looked up once, not per record (an
+/// import and five attribute lookups per record were a measurable part of the timeline).
+pub struct Handles {
+    frame: Py<PyAny>,
+    message: Py<PyAny>,
+    anomaly: Py<PyAny>,
+    exchange: Py<PyAny>,
+    topic_partition: Py<PyAny>,
+}
+
+impl Handles {
+    pub fn load(py: Python<'_>) -> PyResult<Handles> {
+        let c = Classes::new(py)?;
+        Ok(Handles {
+            frame: c.frame.unbind(),
+            message: c.message.unbind(),
+            anomaly: c.anomaly.unbind(),
+            exchange: c.exchange.unbind(),
+            topic_partition: c.topic_partition.unbind(),
+        })
+    }
+
+    /// The classes bound for one conversion. `detail` false leaves every frame's `fields` empty
+    /// and its `partitions` None: sinks that read neither (the plain timeline, see
+    /// `pipeline.Options.detail`) then pay no Python object per decoded field.
+    pub fn bind<'py>(&self, py: Python<'py>, detail: bool) -> Classes<'py> {
+        Classes {
+            frame: self.frame.bind(py).clone(),
+            message: self.message.bind(py).clone(),
+            anomaly: self.anomaly.bind(py).clone(),
+            exchange: self.exchange.bind(py).clone(),
+            topic_partition: self.topic_partition.bind(py).clone(),
+            detail,
+        }
+    }
 }
 
 impl<'py> Classes<'py> {
@@ -25,6 +64,7 @@ impl<'py> Classes<'py> {
             anomaly: m.getattr("Anomaly")?,
             exchange: m.getattr("Exchange")?,
             topic_partition: m.getattr("TopicPartition")?,
+            detail: true,
         })
     }
 
@@ -41,7 +81,9 @@ impl<'py> Classes<'py> {
         kw.set_item("error_code", f.error_code)?;
         kw.set_item("error", f.error.as_deref())?;
         kw.set_item("summary", &f.summary)?;
-        kw.set_item("fields", fields(py, &f.fields)?)?;
+        if self.detail {
+            kw.set_item("fields", fields(py, &f.fields)?)?;
+        }
         let msgs = PyList::empty(py);
         for m in &f.messages {
             msgs.append(self.message(m)?)?;
@@ -54,6 +96,7 @@ impl<'py> Classes<'py> {
         kw.set_item("anomalies", anomalies)?;
         match &f.partitions {
             None => kw.set_item("partitions", py.None())?,
+            Some(_) if !self.detail => kw.set_item("partitions", py.None())?,
             Some(ps) => {
                 let l = PyList::empty(py);
                 for p in ps {

@@ -1,0 +1,56 @@
+"""The plain timeline on the native engine, which hands the frames over without their decoded fields.
+
+The lines read only a frame's columns and summary, so `timeline` turns `Options.detail` off when
+nothing else looks at the fields (no -V, -Y, -T, --mark NAME) and the native `Dissector` then
+makes no Python object per decoded field. These tests check that the lines are still those of the
+Python reference engine (which decodes everything) on every real capture, and that the flag
+leaves every other part of a frame as it was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from tests.cli_support import run_cli
+from tests.conftest import CAPTURES, ROOT
+from wiredump.dissect.pipeline import FRAME, Options, dissect
+
+_engine = pytest.importorskip("wiredump._engine")
+
+REAL = sorted(CAPTURES.glob("*/*.pcap")) + sorted((ROOT / "samples").glob("*.pcap"))
+REAL_IDS = [f"{p.parent.name}/{p.stem}" for p in REAL]
+ALL_NATIVE = set(_engine.rust_protocols()) >= {"kafka", "pulsar", "pravega", "tank"}
+
+
+@pytest.mark.skipif(not ALL_NATIVE, reason="the native registry lacks a protocol")
+@pytest.mark.parametrize("path", REAL, ids=REAL_IDS)
+def test_plain_timeline_is_the_references(capsys: pytest.CaptureFixture[str], path: Path) -> None:
+    py = run_cli(capsys, "--engine", "python", path, "--no-color", "--no-progress", "-A")
+    rs = run_cli(capsys, "--engine", "native", path, "--no-color", "--no-progress", "-A")
+    assert (rs.code, rs.err) == (py.code, py.err)
+    assert rs.out.splitlines() == py.out.splitlines()
+
+
+@pytest.mark.parametrize("path", REAL[:12], ids=REAL_IDS[:12])
+def test_detail_off_leaves_only_fields_and_partitions_out(path: Path) -> None:
+    def frames(detail: bool) -> list:
+        return [
+            e.obj for e in dissect([str(path)], Options(engine="native", detail=detail)) if e.kind == FRAME
+        ]
+
+    full, bare = frames(True), frames(False)
+    assert len(full) == len(bare)
+    skip = {"fields", "partitions", "context", "anomalies", "messages"}
+    for a, b in zip(full, bare, strict=True):
+        assert b.fields == {} and b.partitions is None
+        for f in fields(a):
+            if f.name not in skip:
+                assert getattr(a, f.name) == getattr(b, f.name), f.name
+        assert [(x.kind, x.detail, x.offset) for x in a.anomalies] == [
+            (x.kind, x.detail, x.offset) for x in b.anomalies
+        ]
+        assert len(a.messages) == len(b.messages)
+    assert any(f.fields for f in full), "a capture with decoded fields at all"
