@@ -54,3 +54,16 @@ def test_detail_off_leaves_only_fields_and_partitions_out(path: Path) -> None:
         ]
         assert len(a.messages) == len(b.messages)
     assert any(f.fields for f in full), "a capture with decoded fields at all"
+
+
+@pytest.mark.parametrize("path", REAL, ids=REAL_IDS)
+def test_plain_frame_is_plain_line_of_parts(path: Path) -> None:
+    """The plain timeline's one-step line equals the line made from its `Parts` (the rich path's)."""
+    from wiredump.cli.render import parts, plain_frame, plain_line
+
+    frames = [e.obj for e in dissect([str(path)], Options(engine="python")) if e.kind == FRAME]
+    verdicts = [(None, None), ("unanswered", None), (None, "gap"), ("no reply yet", "resync")]
+    for i, f in enumerate(frames):
+        reply, after = verdicts[i % len(verdicts)]
+        time = f"{i}.000001"
+        assert plain_frame(f, time, reply, after) == plain_line(parts(f, time, reply, after))

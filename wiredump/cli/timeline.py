@@ -30,7 +30,7 @@ from wiredump.cli.render import (
     parse_marks,
     parts,
     plain_anomaly,
-    plain_line,
+    plain_frame,
     plain_tree_line,
     rich_anomaly,
     rich_hex_lines,
@@ -152,11 +152,11 @@ class TimelinePrinter:
         if opts.fmt != "text":
             self._json(f, capture)
             return
-        p = parts(f, self.clock.format(f.ts_us), item.reply, item.after)
         if out.rich:
+            p = parts(f, self.clock.format(f.ts_us), item.reply, item.after)
             out.line("", lambda: rich_line(p, out.width))
         else:
-            out.line(plain_line(p))
+            out.line(plain_frame(f, self.clock.format(f.ts_us), item.reply, item.after))
         if opts.detail:
             self.detail(f)
         if opts.hex:
