@@ -26,7 +26,7 @@ _STOP = object()
 class BackgroundWriter:
     """Calls `write(item)` on a thread of its own, for each item `put`, in order."""
 
-    def __init__(self, write: Callable[[Any], None], depth: int = 2) -> None:
+    def __init__(self, write: Callable[[Any], None], depth: int = 1) -> None:
         self._write = write
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=depth)
         self._error: BaseException | None = None  # raised once, to the caller
