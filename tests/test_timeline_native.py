@@ -67,3 +67,26 @@ def test_plain_frame_is_plain_line_of_parts(path: Path) -> None:
         reply, after = verdicts[i % len(verdicts)]
         time = f"{i}.000001"
         assert plain_frame(f, time, reply, after) == plain_line(parts(f, time, reply, after))
+
+
+def test_frames_made_by_keywords_when_the_declared_order_differs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Dissector fills `Frame` positionally only when the class declares the fields in the order
+    it converts them; a class declared otherwise gets keywords, and the same values."""
+    import dataclasses
+
+    from wiredump.dissect import model
+
+    path = REAL[0]
+    expected = [e.obj for e in dissect([str(path)], Options(engine="native")) if e.kind == FRAME]
+    declared = [(f.name, f.type, f) for f in dataclasses.fields(model.Frame)]
+    reordered = dataclasses.make_dataclass(
+        "Frame", list(reversed([(n, t, dataclasses.field(default=None)) for n, t, _ in declared]))
+    )
+    monkeypatch.setattr(model, "Frame", reordered)
+    got = [e.obj for e in dissect([str(path)], Options(engine="native")) if e.kind == FRAME]
+    assert got and all(type(f) is reordered for f in got)
+    assert len(got) == len(expected)
+    for a, b in zip(expected, got, strict=True):
+        for name, _, _ in declared:
+            if name not in ("anomalies", "messages", "partitions", "flagged", "context"):
+                assert getattr(b, name) == getattr(a, name), name
