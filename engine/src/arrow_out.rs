@@ -247,6 +247,11 @@ impl TableSet {
         Ok(())
     }
 
+    /// Whether a batch is ready to leave.
+    pub fn has_ready(&self) -> bool {
+        !self.ready.is_empty()
+    }
+
     /// The next batch ready to leave, in the order they filled up.
     pub fn pop(&mut self) -> Option<(Table, RecordBatch)> {
         self.ready.pop_front()

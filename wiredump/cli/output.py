@@ -89,8 +89,7 @@ class Out:
                 plain = escape(plain)
             if self.progress is not None and self.tty:
                 self.progress.clear()
-            sys.stdout.write(plain)
-            sys.stdout.write("\n")
+            sys.stdout.write(plain + "\n")  # one call per line: the plain timeline's hot path
             return
         text = styled() if styled is not None else Text(plain)
         if wrap != self._wrap:

@@ -30,7 +30,7 @@ from wiredump.cli.render import (
     parse_marks,
     parts,
     plain_anomaly,
-    plain_line,
+    plain_frame,
     plain_tree_line,
     rich_anomaly,
     rich_hex_lines,
@@ -152,11 +152,11 @@ class TimelinePrinter:
         if opts.fmt != "text":
             self._json(f, capture)
             return
-        p = parts(f, self.clock.format(f.ts_us), item.reply, item.after)
         if out.rich:
+            p = parts(f, self.clock.format(f.ts_us), item.reply, item.after)
             out.line("", lambda: rich_line(p, out.width))
         else:
-            out.line(plain_line(p))
+            out.line(plain_frame(f, self.clock.format(f.ts_us), item.reply, item.after))
         if opts.detail:
             self.detail(f)
         if opts.hex:
@@ -458,6 +458,9 @@ def timeline(
         or bool(opts.filter and opts.filter.needs_messages)
         or bool(columns and columns.needs_messages)
     )
+    # The lines themselves read only the frame's columns and summary: the decoded fields are
+    # handed over only for the field tree, a filter, the JSON or -e columns and `--mark NAME`.
+    options.detail = bool(verbose or opts.filter is not None or fmt != "text" or opts.mark_fields)
     out = Out(color if fmt == "text" else False)
     show_progress = progress and not out.rich and Progress.wanted() and not sys.stdout.isatty()
     from wiredump.cli import parallel

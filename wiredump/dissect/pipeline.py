@@ -56,6 +56,12 @@ class Options:
     """Decode every application message. Sinks that need only frames (the plain timeline)
     turn it off; decoders may then count messages from their headers instead of decoding
     each one (checksums are still verified)."""
+    detail: bool = True
+    """Hand each frame's decoded `fields` and `partitions` to the sinks. The plain timeline
+    reads neither (its lines come from the frame's columns and summary): it turns this off,
+    and the native engine then leaves `fields` empty and `partitions` None instead of making
+    a Python object per decoded field (half the timeline's time). The Python engine, which
+    builds them while decoding, ignores it."""
     hold_frames: int = 4096
     hold_bytes: int = 8 << 20
     """Frames are held by count and by wire bytes: a few hundred large Fetch responses carry

@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 
 from wiredump.dissect.columns import TS_MS, TS_US, schema  # noqa: F401 (TS_*: kept importable from here)
 from wiredump.dissect.model import Anomaly, ConnectionSummary, Exchange, Frame, Message
+from wiredump.dissect.writer_thread import BackgroundWriter
 
 # The schemas come from the one declaration of the columns (wiredump/tables.json, read by columns.py;
 # the Rust engine's builders and docs/tables.md derive from the same file).
@@ -614,9 +615,12 @@ class TableSet:
             from wiredump._engine import TableFeed
 
             self.feed = TableFeed(self.values, self.batch_rows, self.batch_bytes)
-        feed, write = self.feed, self._write_native
-        while (ready := feed.pump(dissector)) is not None:
-            write(ready)
+        feed = self.feed
+        # The batches are written on a thread of their own while the engine (GIL released
+        # in `pump`) builds the next ones: see `writer_thread`.
+        with BackgroundWriter(self._write_native) as writer:
+            while (ready := feed.pump(dissector)) is not None:
+                writer.put(ready)
         return CaptureEnd(*feed.capture_end)
 
     def _write_native(self, ready: list[tuple[str, Any]]) -> None:

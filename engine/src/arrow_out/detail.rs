@@ -175,9 +175,8 @@ fn write_u64(out: &mut String, mut v: u64) {
             break;
         }
     }
-    for &d in &buf[i..] {
-        out.push(d as char);
-    }
+    // ASCII digits: one push of them all.
+    out.push_str(std::str::from_utf8(&buf[i..]).unwrap_or_default());
 }
 
 fn write_hex(out: &mut String, b: &[u8]) {

@@ -148,6 +148,10 @@ pub struct Dissector {
     on_record: Option<Py<PyAny>>,
     /// What the records' iterable raised (`from_records`), raised by `__next__`.
     error: Rc<RefCell<Option<PyErr>>>,
+    /// The model classes, looked up once.
+    model: model::Handles,
+    /// Frames carry their `fields` and `partitions` (`pipeline.Options.detail`).
+    detail: bool,
 }
 
 #[pymethods]
@@ -308,6 +312,11 @@ impl Dissector {
         error: Rc<RefCell<Option<PyErr>>>,
     ) -> PyResult<Self> {
         let (opts, names) = read_options(options)?;
+        // Options made before the flag existed (pickled by a Spark driver) mean true.
+        let detail = match options.getattr("detail") {
+            Ok(d) => d.extract()?,
+            Err(_) => true,
+        };
         let protocols = registry::select(names.as_deref());
         let run = Dissection::new(reader, opts, protocols).map_err(PyValueError::new_err)?;
         let capture = run
@@ -324,6 +333,8 @@ impl Dissector {
             capture,
             on_record: None,
             error,
+            model: model::Handles::load(py)?,
+            detail,
         })
     }
 
@@ -335,7 +346,7 @@ impl Dissector {
 
     fn convert(&mut self, py: Python<'_>, rec: Record) -> PyResult<()> {
         let c = &self.classes;
-        let m = model::Classes::new(py)?;
+        let m = self.model.bind(py, self.detail);
         let ev = match rec {
             Record::Frame(f) => {
                 let pf = m.frame(&f.borrow())?;
@@ -391,6 +402,70 @@ fn table_error(e: arrow_schema::ArrowError) -> PyErr {
     PyRuntimeError::new_err(format!("building the tables: {e}"))
 }
 
+/// Why a [`Stretch`] stopped.
+enum StretchEnd {
+    /// The capture is wholly read.
+    CaptureRead,
+    /// At least one batch is ready to hand out.
+    Ready,
+    /// [`HOOK_EVERY`] records were read: time to call the capture's `on_record` hook.
+    Hook,
+}
+
+/// Records of one capture fed to the table builders without the GIL (`TableFeed::pump`).
+struct Stretch<'a> {
+    run: &'a mut Dissection,
+    set: &'a mut TableSet,
+    end: &'a mut Option<crate::pipeline::CaptureEnd>,
+    capture: &'a str,
+}
+
+// SAFETY: a `Stretch` is made by `TableFeed::pump` and moved into `Python::detach`, which runs
+// its closure on the calling thread and returns before `pump` goes on; the `Stretch` never
+// reaches another thread, so the run's `Rc`s (frames, capture name) are only ever touched by
+// the thread that owns them. `detach` asks for `Send` to keep GIL-bound references out of code
+// that runs without the GIL: the run holds none (its Python objects are `Py<…>` handles, and
+// the record sources that call Python, `PyReader` and `PyRecords`, take the GIL themselves with
+// `Python::attach`). The `Dissector` (unsendable) cannot be reached from another Python thread
+// meanwhile: pyo3 refuses an unsendable object on any thread but its own, and it stays
+// mutably borrowed for the stretch.
+unsafe impl Send for Stretch<'_> {}
+
+impl Stretch<'_> {
+    /// Feeds records until a batch is ready, [`HOOK_EVERY`] records are read, or the capture
+    /// ends.
+    fn run(self) -> Result<StretchEnd, arrow_schema::ArrowError> {
+        let Stretch {
+            run,
+            set,
+            end,
+            capture,
+        } = self;
+        for _ in 0..HOOK_EVERY {
+            let Some(rec) = run.next_record() else {
+                return Ok(StretchEnd::CaptureRead);
+            };
+            match rec {
+                Record::Frame(f) => {
+                    let f = f.borrow();
+                    set.frame(capture, &f)?;
+                    for a in &f.anomalies {
+                        set.anomaly(capture, a)?;
+                    }
+                }
+                Record::Anomaly(a) => set.anomaly(capture, &a)?,
+                Record::Exchange(e) => set.exchange(capture, &e)?,
+                Record::Connection(c) => set.connection(capture, &c)?,
+                Record::CaptureEnd(e) => *end = Some(e),
+            }
+            if set.has_ready() {
+                return Ok(StretchEnd::Ready);
+            }
+        }
+        Ok(StretchEnd::Hook)
+    }
+}
+
 #[pymethods]
 impl TableFeed {
     #[new]
@@ -415,36 +490,27 @@ impl TableFeed {
         dissector: &Bound<'_, Dissector>,
     ) -> PyResult<Option<Batches>> {
         let name = dissector.borrow().run.cap.name.clone();
-        let mut since_hook = 0usize;
         loop {
-            // Borrowed only while it steps: the hook may read the dissector (`bytes_read`).
-            let rec = dissector.borrow_mut().run.next_record();
-            let Some(rec) = rec else {
-                Self::hook(py, dissector)?;
-                return Ok(None);
+            // One stretch of records with the GIL released, so a Python thread can write the
+            // batches handed out before (pyarrow releases the GIL while it encodes and
+            // compresses): the engine and the writer then run on two cores. The dissector is
+            // borrowed only during the stretch: the hook may read it (`bytes_read`).
+            let outcome = {
+                let mut d = dissector.borrow_mut();
+                let stretch = Stretch {
+                    run: &mut d.run,
+                    set: &mut self.set,
+                    end: &mut self.end,
+                    capture: &name,
+                };
+                py.detach(move || stretch.run())
             };
-            match rec {
-                Record::Frame(f) => {
-                    let f = f.borrow();
-                    self.set.frame(&name, &f).map_err(table_error)?;
-                    for a in &f.anomalies {
-                        self.set.anomaly(&name, a).map_err(table_error)?;
-                    }
-                }
-                Record::Anomaly(a) => self.set.anomaly(&name, &a).map_err(table_error)?,
-                Record::Exchange(e) => self.set.exchange(&name, &e).map_err(table_error)?,
-                Record::Connection(c) => self.set.connection(&name, &c).map_err(table_error)?,
-                Record::CaptureEnd(e) => self.end = Some(e),
-            }
-            since_hook += 1;
-            if since_hook >= HOOK_EVERY {
-                since_hook = 0;
-                Self::hook(py, dissector)?;
-            }
-            let ready = self.ready(py)?;
-            if !ready.is_empty() {
-                Self::hook(py, dissector)?;
-                return Ok(Some(ready));
+            let outcome = outcome.map_err(table_error)?;
+            Self::hook(py, dissector)?;
+            match outcome {
+                StretchEnd::CaptureRead => return Ok(None),
+                StretchEnd::Ready => return Ok(Some(self.ready(py)?)),
+                StretchEnd::Hook => {}
             }
         }
     }

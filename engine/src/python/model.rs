@@ -4,8 +4,75 @@
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyList, PyString, PyTuple};
+use pyo3::IntoPyObjectExt;
 
 use crate::model::{Anomaly, Exchange, Fields, Frame, Message, TopicPartition, Value};
+
+/// The `Frame` fields the conversion fills, in the order `wiredump.dissect.model.Frame` declares
+/// them: when the class declares exactly these first (any fields after them keep their
+/// defaults), a frame is made with positional arguments, which binds faster than 32 keywords
+/// (a frame per line is the timeline's hot path); otherwise with keywords.
+const FRAME_ORDER: [&str; 32] = [
+    "protocol",
+    "type",
+    "type_code",
+    "kind",
+    "version",
+    "correlation_id",
+    "status",
+    "error_code",
+    "error",
+    "summary",
+    "fields",
+    "messages",
+    "anomalies",
+    "context",
+    "partitions",
+    "role",
+    "packet",
+    "first_packet",
+    "ts_us",
+    "stream",
+    "src",
+    "src_port",
+    "dst",
+    "dst_port",
+    "length",
+    "data",
+    "peer_packet",
+    "latency_us",
+    "awaiting",
+    "exchange_done",
+    "released",
+    "messages_counted",
+];
+
+/// Whether `Frame`'s dataclass fields start with [`FRAME_ORDER`] and those after it have
+/// defaults (so positional arguments bind each value to its own field).
+fn frame_is_positional(frame: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let py = frame.py();
+    let dc = py.import("dataclasses")?;
+    let missing = dc.getattr("MISSING")?;
+    let declared = dc.call_method1("fields", (frame,))?;
+    let mut n = 0;
+    for (i, f) in declared.try_iter()?.enumerate() {
+        let f = f?;
+        let name: String = f.getattr("name")?.extract()?;
+        match FRAME_ORDER.get(i) {
+            Some(want) if *want != name => return Ok(false),
+            Some(_) => {}
+            None => {
+                let no_default = f.getattr("default")?.is(&missing)
+                    && f.getattr("default_factory")?.is(&missing);
+                if no_default {
+                    return Ok(false);
+                }
+            }
+        }
+        n += 1;
+    }
+    Ok(n >= FRAME_ORDER.len())
+}
 
 /// The Python classes, looked up once per conversion run (not per record).
 pub struct Classes<'py> {
@@ -14,71 +81,139 @@ pub struct Classes<'py> {
     anomaly: Bound<'py, PyAny>,
     exchange: Bound<'py, PyAny>,
     topic_partition: Bound<'py, PyAny>,
+    /// Convert each frame's `fields` and `partitions` (see [`Handles::bind`]).
+    detail: bool,
+    /// `Frame` takes [`FRAME_ORDER`] positionally.
+    positional: bool,
+}
+
+/// The classes as handles a `Dissector` keeps for its run: looked up once, not per record (an
+/// import and five attribute lookups per record were a measurable part of the timeline).
+pub struct Handles {
+    frame: Py<PyAny>,
+    message: Py<PyAny>,
+    anomaly: Py<PyAny>,
+    exchange: Py<PyAny>,
+    topic_partition: Py<PyAny>,
+    positional: bool,
+}
+
+impl Handles {
+    pub fn load(py: Python<'_>) -> PyResult<Handles> {
+        let c = Classes::new(py)?;
+        Ok(Handles {
+            frame: c.frame.unbind(),
+            message: c.message.unbind(),
+            anomaly: c.anomaly.unbind(),
+            exchange: c.exchange.unbind(),
+            topic_partition: c.topic_partition.unbind(),
+            positional: c.positional,
+        })
+    }
+
+    /// The classes bound for one conversion. `detail` false leaves every frame's `fields` empty
+    /// and its `partitions` None: sinks that read neither (the plain timeline, see
+    /// `pipeline.Options.detail`) then pay no Python object per decoded field.
+    pub fn bind<'py>(&self, py: Python<'py>, detail: bool) -> Classes<'py> {
+        Classes {
+            frame: self.frame.bind(py).clone(),
+            message: self.message.bind(py).clone(),
+            anomaly: self.anomaly.bind(py).clone(),
+            exchange: self.exchange.bind(py).clone(),
+            topic_partition: self.topic_partition.bind(py).clone(),
+            detail,
+            positional: self.positional,
+        }
+    }
 }
 
 impl<'py> Classes<'py> {
     pub fn new(py: Python<'py>) -> PyResult<Classes<'py>> {
         let m = py.import("wiredump.dissect.model")?;
+        let frame = m.getattr("Frame")?;
         Ok(Classes {
-            frame: m.getattr("Frame")?,
+            positional: frame_is_positional(&frame)?,
+            frame,
             message: m.getattr("Message")?,
             anomaly: m.getattr("Anomaly")?,
             exchange: m.getattr("Exchange")?,
             topic_partition: m.getattr("TopicPartition")?,
+            detail: true,
         })
     }
 
     pub fn frame(&self, f: &Frame) -> PyResult<Bound<'py, PyAny>> {
         let py = self.frame.py();
-        let kw = PyDict::new(py);
-        kw.set_item("protocol", f.protocol)?;
-        kw.set_item("type", f.type_.as_ref())?;
-        kw.set_item("type_code", f.type_code)?;
-        kw.set_item("kind", f.kind.as_str())?;
-        kw.set_item("version", f.version)?;
-        kw.set_item("correlation_id", f.correlation_id)?;
-        kw.set_item("status", f.status.as_str())?;
-        kw.set_item("error_code", f.error_code)?;
-        kw.set_item("error", f.error.as_deref())?;
-        kw.set_item("summary", &f.summary)?;
-        kw.set_item("fields", fields(py, &f.fields)?)?;
+        let fields = if self.detail {
+            fields(py, &f.fields)?.into_any()
+        } else {
+            PyDict::new(py).into_any()
+        };
         let msgs = PyList::empty(py);
         for m in &f.messages {
             msgs.append(self.message(m)?)?;
         }
-        kw.set_item("messages", msgs)?;
         let anomalies = PyList::empty(py);
         for a in &f.anomalies {
             anomalies.append(self.anomaly(a)?)?;
         }
-        kw.set_item("anomalies", anomalies)?;
-        match &f.partitions {
-            None => kw.set_item("partitions", py.None())?,
-            Some(ps) => {
+        let partitions = match &f.partitions {
+            Some(ps) if self.detail => {
                 let l = PyList::empty(py);
                 for p in ps {
                     l.append(self.topic_partition(p)?)?;
                 }
-                kw.set_item("partitions", l)?;
+                l.into_any()
+            }
+            _ => py.None().into_bound(py),
+        };
+        // In `FRAME_ORDER`, the Python dataclass's order.
+        let values: [Bound<'py, PyAny>; FRAME_ORDER.len()] = [
+            f.protocol.into_bound_py_any(py)?,
+            f.type_.as_ref().into_bound_py_any(py)?,
+            f.type_code.into_bound_py_any(py)?,
+            f.kind.as_str().into_bound_py_any(py)?,
+            f.version.into_bound_py_any(py)?,
+            f.correlation_id.into_bound_py_any(py)?,
+            f.status.as_str().into_bound_py_any(py)?,
+            f.error_code.into_bound_py_any(py)?,
+            f.error.as_deref().into_bound_py_any(py)?,
+            f.summary.as_str().into_bound_py_any(py)?,
+            fields,
+            msgs.into_any(),
+            anomalies.into_any(),
+            py.None().into_bound(py), // context: private to the protocol's session
+            partitions,
+            f.role.as_str().into_bound_py_any(py)?,
+            f.packet.into_bound_py_any(py)?,
+            f.first_packet.into_bound_py_any(py)?,
+            f.ts_us.into_bound_py_any(py)?,
+            f.stream.into_bound_py_any(py)?,
+            f.src.as_ref().into_bound_py_any(py)?,
+            f.src_port.into_bound_py_any(py)?,
+            f.dst.as_ref().into_bound_py_any(py)?,
+            f.dst_port.into_bound_py_any(py)?,
+            f.length.into_bound_py_any(py)?,
+            f.data
+                .as_deref()
+                .map(|d| PyBytes::new(py, d))
+                .into_bound_py_any(py)?,
+            f.peer_packet.into_bound_py_any(py)?,
+            f.latency_us.into_bound_py_any(py)?,
+            f.awaiting.into_bound_py_any(py)?,
+            f.exchange_done.into_bound_py_any(py)?,
+            f.released.into_bound_py_any(py)?,
+            f.messages_counted.into_bound_py_any(py)?,
+        ];
+        if self.positional {
+            return self.frame.call1(PyTuple::new(py, values)?);
+        }
+        let kw = PyDict::new(py);
+        for (name, v) in FRAME_ORDER.iter().zip(values) {
+            if *name != "context" {
+                kw.set_item(name, v)?;
             }
         }
-        kw.set_item("role", f.role.as_str())?;
-        kw.set_item("packet", f.packet)?;
-        kw.set_item("first_packet", f.first_packet)?;
-        kw.set_item("ts_us", f.ts_us)?;
-        kw.set_item("stream", f.stream)?;
-        kw.set_item("src", f.src.as_ref())?;
-        kw.set_item("src_port", f.src_port)?;
-        kw.set_item("dst", f.dst.as_ref())?;
-        kw.set_item("dst_port", f.dst_port)?;
-        kw.set_item("length", f.length)?;
-        kw.set_item("data", f.data.as_deref().map(|d| PyBytes::new(py, d)))?;
-        kw.set_item("peer_packet", f.peer_packet)?;
-        kw.set_item("latency_us", f.latency_us)?;
-        kw.set_item("awaiting", f.awaiting)?;
-        kw.set_item("exchange_done", f.exchange_done)?;
-        kw.set_item("released", f.released)?;
-        kw.set_item("messages_counted", f.messages_counted)?;
         self.frame.call((), Some(&kw))
     }
 
