@@ -430,7 +430,17 @@ def test_the_documented_duckdb_query_gives_the_report_percentiles(exports: dict[
         assert got[(proto, typ)] == pytest.approx((p50, p99), abs=1e-6)
 
 
-def test_failures_become_rows_a_summary_and_with_strict_exit_2(tmp_path: Path, captures: Path, spark) -> None:  # noqa: ANN001
+@pytest.mark.parametrize("engine", ["python", "native"])
+def test_failures_become_rows_a_summary_and_with_strict_exit_2(
+    engine: str,
+    tmp_path: Path,
+    captures: Path,
+    spark,  # noqa: ANN001
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With either engine's route (the native one finds a compressed non-capture only when a
+    task opens it, as the Python one does when it counts ranges)."""
+    monkeypatch.setenv("WIREDUMP_ENGINE", engine)
     (tmp_path / "empty.pcap").write_bytes(b"")
     (tmp_path / "notes.txt").write_text("not a capture\n")
     (tmp_path / "junk.pcap.gz").write_bytes(gzip.compress(b"not a capture either"))
