@@ -6,12 +6,19 @@ How a run goes (each step bounded in memory whatever the capture sizes):
    plain paths absolute (executors do not share the driver's working directory) and opens the
    first bytes of each (`split.probe`). A missing, empty, unreadable or non-capture input
    becomes a row of the `captures` table and a line of the summary; `--strict` stops there.
-2. Each capture is cut into byte ranges (`split.cut`); tasks count the records of each range
-   and the driver chains the counts into packet numbers (`split.plan`).
-3. Tasks read their ranges (`split.read_range`) and emit each record keyed by
-   (capture, packet number); Spark's shuffle brings each capture's records together in packet
-   order (`repartitionAndSortWithinPartitions`, which spills to disk, not memory), with small
-   captures packed together so that one task writes one file per table for many of them.
+2. With the native engine (`_run_direct`): no ranges and no shuffle. Each task opens its
+   captures itself (pyarrow's file systems, read in bounded chunks by the Rust engine), builds
+   the tables in Rust (`TableFeed`) and writes them. A large capture that would leave cores
+   idle is shared by several tasks (`plan_shards`), each reading every packet and decoding
+   its share of the connections (`Options.shard`), so numbers, detection and run state are the
+   whole capture's. Why this and not a connection-keyed shuffle: docs/spark.md.
+3. With the Python engine (`_run_ranges`): each capture is cut into byte ranges
+   (`split.cut`); tasks count the records of each range and the driver chains the counts into
+   packet numbers (`split.plan`). Tasks read their ranges (`split.read_range`) and emit each
+   record keyed by (capture, packet number); Spark's shuffle brings each capture's records
+   together in packet order (`repartitionAndSortWithinPartitions`, which spills to disk, not
+   memory), with small captures packed together so that one task writes one file per table
+   for many of them.
 4. Each task runs the engine over its captures' records (`wiredump.dissect.records`, the same
    pipeline and row builder as the local export, so the rows are the same) and writes the
    tables' Parquet files itself through pyarrow's file systems: no table passes through the
