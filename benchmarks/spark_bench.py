@@ -14,6 +14,12 @@ settings (those `wiredump spark` uses). A process above 1 GiB is flagged.
 
     python benchmarks/spark_bench.py                      # 1 GiB capture + corpus x8
     python benchmarks/spark_bench.py --size-mb 20 --copies 1   # a smoke run
+    python benchmarks/spark_bench.py --capture big.pcap --no-corpus --check   # tables checked too
+    python benchmarks/spark_bench.py --capture big.pcap --shares   # CPU of shares, no Spark
+
+`wkr CPU s` is the CPU time of the busiest Python worker: with two cores busy elsewhere, wall
+ratios measure the contention, while the busiest worker's CPU still says how the dissection
+divides between the cores.
 """
 
 from __future__ import annotations
@@ -123,6 +129,44 @@ def same(local: Path, spark: Path) -> None:
             raise SystemExit(f"{spark}: table {f.stem} differs from the local export: {b} against {a}")
 
 
+def shares(path: Path, n: int = 2) -> None:
+    """CPU seconds of the native engine over one capture, in this process (no Spark): whole, each
+    of `n` shares, a share that owns no connection (what every share repeats: reading,
+    reassembly, observing the connections that teach the others), and reading and reassembly
+    alone (no protocol). The ceiling of a shared capture's speed-up is whole / largest share."""
+    import resource
+
+    import pyarrow as pa
+    from wiredump._engine import Dissector, TableFeed
+
+    from wiredump.dissect.pipeline import Options
+
+    def cpu() -> float:
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime
+
+    def run(label: str, opts: Options) -> float:
+        c0 = cpu()
+        d = Dissector(str(path), opts)
+        feed = TableFeed(False)
+        while (ready := feed.pump(d)) is not None:
+            for _, stream in ready:
+                pa.RecordBatchReader.from_stream(stream).read_all()
+        for _, stream in feed.finish():
+            pa.RecordBatchReader.from_stream(stream).read_all()
+        secs = cpu() - c0
+        print(f"{label:<44} {secs:8.2f} CPU s")
+        return secs
+
+    whole = run("whole capture", Options(engine="native"))
+    parts = [run(f"share {k} of {n}", Options(engine="native", shard=(k, n))) for k in range(n)]
+    run("a share that owns nothing", Options(engine="native", shard=(n, n)))
+    run("reading and reassembly only (no protocol)", Options(engine="native", protocols=()))
+    print(
+        f"ceiling of {n} shares: {whole / max(parts):.2f}x; {n} shares cost {sum(parts) / whole:.2f}x the whole"
+    )
+
+
 def build_large(size_mb: int, work: Path) -> Path:
     src = HERE / "data" / "kafka-large.pcap"
     if not src.exists():
@@ -157,9 +201,17 @@ def main() -> None:
         "--engine", default=os.environ.get("WIREDUMP_ENGINE", "native"), help="--engine of every command"
     )
     ap.add_argument("--check", action="store_true", help="check every Spark table equals the local export")
+    ap.add_argument(
+        "--shares", action="store_true", help="only the CPU of shares of the large capture, no Spark"
+    )
     ap.add_argument("--no-corpus", action="store_true", help="only the large capture")
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
     args = ap.parse_args()
+    if args.shares:
+        shares(
+            args.capture or build_large(args.size_mb, Path(tempfile.mkdtemp(prefix="wiredump-spark-bench-")))
+        )
+        return
     work = Path(tempfile.mkdtemp(prefix="wiredump-spark-bench-"))
     try:
         inputs = {
