@@ -69,8 +69,10 @@ def _session(master: str | None, conf: list[str] | None):  # noqa: ANN202 - Spar
 @spark_app.command(
     "export",
     help="Write the tables with Spark: DIR/<table>/part-RRRRR-PPPPP.parquet (the local export's columns "
-    "plus capture_date), and DIR/captures/ (one row per input: status and reason). Captures are cut "
-    "into byte ranges read in parallel; globs and directories expand to files.\n\n"
+    "plus capture_date), and DIR/captures/ (one row per input: status and reason). With the native "
+    "engine each task reads whole captures, a large one shared by several tasks; with the Python "
+    "engine captures are cut into byte ranges read in parallel. Globs and directories expand to "
+    "files.\n\n"
     "Example: wiredump spark export captures/*.pcap -o tables/",
 )
 def spark_export(
