@@ -204,6 +204,7 @@ def main() -> None:
     ap.add_argument(
         "--shares", action="store_true", help="only the CPU of shares of the large capture, no Spark"
     )
+    ap.add_argument("--no-large", action="store_true", help="only the corpus")
     ap.add_argument("--no-corpus", action="store_true", help="only the large capture")
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
     args = ap.parse_args()
@@ -214,9 +215,9 @@ def main() -> None:
         return
     work = Path(tempfile.mkdtemp(prefix="wiredump-spark-bench-"))
     try:
-        inputs = {
-            "large capture": [str(args.capture or build_large(args.size_mb, work))],
-        }
+        inputs: dict[str, list[str]] = {}
+        if not args.no_large:
+            inputs["large capture"] = [str(args.capture or build_large(args.size_mb, work))]
         if not args.no_corpus:
             inputs["corpus"] = sorted(str(p) for p in build_corpus(args.copies, work).iterdir())
         rows = []
