@@ -429,12 +429,13 @@ def run_export(
                 row.packets = r[2]
                 if r[3]:
                     row.status, row.reason = "truncated", f"{row.capture}: {r[3]}"
-            elif r[0] == "failed":
-                row = rows[row_of[r[1]]]
-                row.status, row.reason = r[2], r[3]
-            else:
+            elif r[0] == "file":
                 counts[r[1]] += r[3]
                 written.append(r[2])
+        for r in results:  # after the shares that did read it
+            if r[0] == "failed":
+                row = rows[row_of[r[1]]]
+                row.status, row.reason = r[2], r[3]
         for i in range(len(files)):
             row = rows[row_of[i]]
             if row.status == "ok" and row.packets is None:
@@ -547,23 +548,19 @@ def _dissect(files: list[split.CaptureFile], options: JobOptions, out: str, run:
             opts = Options(
                 decode_as=dict(options.decode_as), shard=(k, n) if n > 1 else None, engine="native"
             )
-            src, path = split.filesystem(cf.uri)
             try:
+                src, path = split.filesystem(cf.uri)
                 date = _first_date(cf)
                 stream = src.open_input_stream(path, compression=None)
                 dissector = Dissector(stream, opts, name=cf.name)
+            # Every share reports its failure: a share that could not read the capture must not
+            # leave it marked `ok` with the rows of the other shares only.
             except CaptureError as e:  # a compressed file whose content is not a capture
-                if k == 0:
-                    yield (
-                        "failed",
-                        index,
-                        "not_a_capture" if _status(e) == "not_a_capture" else "unreadable",
-                        str(e),
-                    )
+                status = "not_a_capture" if _status(e) == "not_a_capture" else "unreadable"
+                yield ("failed", index, status, str(e))
                 continue
             except Exception as e:  # noqa: BLE001 - the capture becomes an `unreadable` row
-                if k == 0:
-                    yield ("failed", index, "unreadable", f"{cf.name}: cannot be read ({e})")
+                yield ("failed", index, "unreadable", f"{cf.name}: cannot be read ({e})")
                 continue
             # One feed per capture share: a batch then holds one capture's rows (one date).
             feed = TableFeed(options.values)
