@@ -14,6 +14,12 @@ settings (those `wiredump spark` uses). A process above 1 GiB is flagged.
 
     python benchmarks/spark_bench.py                      # 1 GiB capture + corpus x8
     python benchmarks/spark_bench.py --size-mb 20 --copies 1   # a smoke run
+    python benchmarks/spark_bench.py --capture big.pcap --no-corpus --check   # tables checked too
+    python benchmarks/spark_bench.py --capture big.pcap --shares   # CPU of shares, no Spark
+
+`wkr CPU s` is the CPU time of the busiest Python worker: with two cores busy elsewhere, wall
+ratios measure the contention, while the busiest worker's CPU still says how the dissection
+divides between the cores.
 """
 
 from __future__ import annotations
@@ -62,6 +68,7 @@ def measure(cmd: list[str]) -> dict[str, float]:
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     peak = {"driver": 0, "jvm": 0, "worker": 0}
     cpu: dict[int, float] = {}
+    worker_cpu: dict[int, float] = {}
     err_chunks: list[str] = []
     import threading
 
@@ -89,6 +96,8 @@ def measure(cmd: list[str]) -> dict[str, float]:
             key = "driver" if pid == proc.pid else "jvm" if kind == "jvm" else "worker"
             peak[key] = max(peak[key], rss)
             cpu[pid] = secs
+            if key == "worker":
+                worker_cpu[pid] = secs
         time.sleep(0.2)
     wall = time.monotonic() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -97,7 +106,65 @@ def measure(cmd: list[str]) -> dict[str, float]:
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{err[-3000:]}")
     kernel = usage.ru_utime + usage.ru_stime if usage is not None else 0.0
-    return {"wall": wall, "cpu": max(sum(cpu.values()), kernel), **{k: v / 2**20 for k, v in peak.items()}}
+    return {
+        "wall": wall,
+        "cpu": max(sum(cpu.values()), kernel),
+        "worker_cpu": max(worker_cpu.values(), default=0.0),
+        **{k: v / 2**20 for k, v in peak.items()},
+    }
+
+
+def same(local: Path, spark: Path) -> None:
+    """Every table of the Spark export holds the local export's rows (as a multiset: row count
+    and the sum of a hash of every row, computed by DuckDB in bounded memory, whatever the size)."""
+    import duckdb
+    import pyarrow.parquet as pq
+
+    for f in sorted(local.glob("*.parquet")):
+        cols = ", ".join(f'"{c}"' for c in pq.read_schema(f).names)
+        q = "SELECT count(*), sum(hash({cols})::HUGEINT) FROM read_parquet('{p}')"
+        a = duckdb.sql(q.format(cols=cols, p=f)).fetchall()[0]
+        b = duckdb.sql(q.format(cols=cols, p=spark / f.stem / "*.parquet")).fetchall()[0]
+        if a != b:
+            raise SystemExit(f"{spark}: table {f.stem} differs from the local export: {b} against {a}")
+
+
+def shares(path: Path, n: int = 2) -> None:
+    """CPU seconds of the native engine over one capture, in this process (no Spark): whole, each
+    of `n` shares, a share that owns no connection (what every share repeats: reading,
+    reassembly, observing the connections that teach the others), and reading and reassembly
+    alone (no protocol). The ceiling of a shared capture's speed-up is whole / largest share."""
+    import resource
+
+    import pyarrow as pa
+    from wiredump._engine import Dissector, TableFeed
+
+    from wiredump.dissect.pipeline import Options
+
+    def cpu() -> float:
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime
+
+    def run(label: str, opts: Options) -> float:
+        c0 = cpu()
+        d = Dissector(str(path), opts)
+        feed = TableFeed(False)
+        while (ready := feed.pump(d)) is not None:
+            for _, stream in ready:
+                pa.RecordBatchReader.from_stream(stream).read_all()
+        for _, stream in feed.finish():
+            pa.RecordBatchReader.from_stream(stream).read_all()
+        secs = cpu() - c0
+        print(f"{label:<44} {secs:8.2f} CPU s")
+        return secs
+
+    whole = run("whole capture", Options(engine="native"))
+    parts = [run(f"share {k} of {n}", Options(engine="native", shard=(k, n))) for k in range(n)]
+    run("a share that owns nothing", Options(engine="native", shard=(n, n)))
+    run("reading and reassembly only (no protocol)", Options(engine="native", protocols=()))
+    print(
+        f"ceiling of {n} shares: {whole / max(parts):.2f}x; {n} shares cost {sum(parts) / whole:.2f}x the whole"
+    )
 
 
 def build_large(size_mb: int, work: Path) -> Path:
@@ -126,15 +193,33 @@ def main() -> None:
     ap.add_argument("--size-mb", type=int, default=1024, help="size of the large capture")
     ap.add_argument("--copies", type=int, default=8, help="copies of the shared corpus")
     ap.add_argument("--split-size", default="128m", help="spark export --split-size")
-    ap.add_argument("--shards", type=int, default=1, help="spark export --shards")
+    ap.add_argument(
+        "--shards", type=int, default=0, help="spark export --shards (0: the default, chosen per capture)"
+    )
+    ap.add_argument("--capture", type=Path, help="use this capture as the large one instead of building it")
+    ap.add_argument(
+        "--engine", default=os.environ.get("WIREDUMP_ENGINE", "native"), help="--engine of every command"
+    )
+    ap.add_argument("--check", action="store_true", help="check every Spark table equals the local export")
+    ap.add_argument(
+        "--shares", action="store_true", help="only the CPU of shares of the large capture, no Spark"
+    )
+    ap.add_argument("--no-large", action="store_true", help="only the corpus")
+    ap.add_argument("--no-corpus", action="store_true", help="only the large capture")
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
     args = ap.parse_args()
+    if args.shares:
+        shares(
+            args.capture or build_large(args.size_mb, Path(tempfile.mkdtemp(prefix="wiredump-spark-bench-")))
+        )
+        return
     work = Path(tempfile.mkdtemp(prefix="wiredump-spark-bench-"))
     try:
-        inputs = {
-            "large capture": [str(build_large(args.size_mb, work))],
-            "corpus": sorted(str(p) for p in build_corpus(args.copies, work).iterdir()),
-        }
+        inputs: dict[str, list[str]] = {}
+        if not args.no_large:
+            inputs["large capture"] = [str(args.capture or build_large(args.size_mb, work))]
+        if not args.no_corpus:
+            inputs["corpus"] = sorted(str(p) for p in build_corpus(args.copies, work).iterdir())
         rows = []
         for label, paths in inputs.items():
             size = sum(
@@ -146,36 +231,59 @@ def main() -> None:
                 for p in paths
             )
             runs = {
-                "local export": [sys.executable, "-m", "wiredump", "export", *paths, "-o", str(work / "x")],
+                "local export": [
+                    sys.executable,
+                    "-m",
+                    "wiredump",
+                    "--engine",
+                    args.engine,
+                    "export",
+                    *paths,
+                    "-o",
+                    str(work / "x"),
+                ],  # fmt: skip
             }
 
             def spark(cores: int, out: str, shards: int, paths: list[str] = paths) -> list[str]:
                 return [
-                    sys.executable, "-m", "wiredump", "spark", "export", *paths,
+                    sys.executable, "-m", "wiredump", "--engine", args.engine, "spark", "export", *paths,
                     "-o", str(work / out), "--master", f"local[{cores}]",
                     "--split-size", args.split_size, "--shards", str(shards),
                 ]  # fmt: skip
 
             runs["spark local[1]"] = spark(1, "s1", args.shards)
             runs["spark local[2]"] = spark(2, "s2", args.shards)
-            if len(paths) == 1 and args.shards == 1:
-                # One capture is one dissecting task by default; --shards 2 lets two tasks share it.
-                runs["spark local[2] --shards 2"] = spark(2, "s3", 2)
+            if len(paths) == 1 and args.shards == 0:
+                # For comparison: the capture dissected by one task on two cores.
+                runs["spark local[2] --shards 1"] = spark(2, "s3", 1)
             results = {}
+            shutil.rmtree(work / "x", ignore_errors=True)
             for name, cmd in runs.items():
-                for d in ("x", "s1", "s2", "s3"):
-                    shutil.rmtree(work / d, ignore_errors=True)
+                out = Path(cmd[cmd.index("-o") + 1])
+                shutil.rmtree(out, ignore_errors=True)
+                load = os.getloadavg()[0]
                 results[name] = r = measure(cmd)
+                r["load"] = (load + os.getloadavg()[0]) / 2
                 rows.append((label, size / 2**20, name, r))
                 print(f"done: {label} / {name}: {r['wall']:.1f} s", file=sys.stderr)
+                if args.check and out.name != "x":
+                    same(work / "x", out)
+                    print(f"checked: {label} / {name}: every table equals the local export", file=sys.stderr)
+                    shutil.rmtree(out)
             one = results["spark local[1]"]["wall"]
             for name in runs:
                 if name.startswith("spark local[2]"):
                     ratio = one / results[name]["wall"]
                     rows.append((label, size / 2**20, f"{name} / local[1] speed-up", {"ratio": ratio}))
-        print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end")
+                    busy = results["spark local[1]"]["worker_cpu"] / max(results[name]["worker_cpu"], 1e-9)
+                    rows.append(
+                        (label, size / 2**20, f"{name} / local[1] busiest worker CPU", {"ratio": busy})
+                    )
         print(
-            f"{'input':<14} {'MB':>7} {'command':<32} {'wall s':>8} {'CPU s':>8} {'driver MB':>10} {'JVM MB':>8} {'worker MB':>10}"
+            f"machine: {os.cpu_count()} cores; engine {args.engine}; load: 1-minute load average, mean of start and end"
+        )
+        print(
+            f"{'input':<14} {'MB':>7} {'command':<32} {'wall s':>8} {'CPU s':>8} {'driver MB':>10} {'JVM MB':>8} {'worker MB':>10} {'wkr CPU s':>9} {'load':>5}"
         )
         for label, mb, name, r in rows:
             if "ratio" in r:
@@ -184,7 +292,7 @@ def main() -> None:
             flag = "  > 1 GiB!" if max(r["driver"], r["jvm"], r["worker"]) > 1024 else ""
             print(
                 f"{label:<14} {mb:>7.1f} {name:<32} {r['wall']:>8.1f} {r['cpu']:>8.1f} {r['driver']:>10.0f} "
-                f"{r['jvm']:>8.0f} {r['worker']:>10.0f}{flag}"
+                f"{r['jvm']:>8.0f} {r['worker']:>10.0f} {r['worker_cpu']:>9.1f} {r['load']:>5.1f}{flag}"
             )
     finally:
         if not args.keep:

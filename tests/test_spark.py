@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from wiredump.dissect.pipeline import dissect
+from wiredump.dissect.pipeline import Options, dissect
 from wiredump.dissect.tables import SCHEMAS, TABLES, TableSet
 
 pytestmark = pytest.mark.spark
@@ -66,24 +66,28 @@ def exports(captures: Path, tmp_path_factory: pytest.TempPathFactory, spark) -> 
     by_uri = captures / "tank" / "t02-bundles.pcap"
     local = base / "local"
     tables = TableSet(local, values=True)
-    tables.add_events(dissect([*paths, str(by_uri)]))
+    tables.add_events(dissect([*paths, str(by_uri)], Options(engine="python")))  # the reference
     local_counts = tables.close()
 
-    res = _cli(
-        [
-            "spark",
-            "export",
-            *paths,
-            by_uri.as_uri(),
-            "-o",
-            str(base / "spark"),
-            "--values",
-            "--split-size",
-            "4k",
-            "--shards",
-            "2",
-        ]
-    )
+    # The Python engine's route: ranges read in parallel, records shuffled (the native
+    # engine's route has its own tests below).
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("WIREDUMP_ENGINE", "python")
+        res = _cli(
+            [
+                "spark",
+                "export",
+                *paths,
+                by_uri.as_uri(),
+                "-o",
+                str(base / "spark"),
+                "--values",
+                "--split-size",
+                "4k",
+                "--shards",
+                "2",
+            ]
+        )
     assert res.exit_code == 0, res.output
     return {
         "paths": [*paths, str(by_uri)],
@@ -176,6 +180,91 @@ def test_spark_tables_equal_the_local_tables_row_for_row(exports: dict[str, obje
         f"part-00000-{i:05d}.parquet"
         for i in range(len(list((spark_dir / "frames").iterdir())))  # type: ignore[operator]
     ]
+
+
+def _assert_tables_equal(spark_dir: Path, local: Path, rename: dict[str, str]) -> set[str]:
+    """Every table of a Spark export equals the local one row for row (`rename`: Spark's capture
+    names that the local export spells otherwise); returns the protocols seen."""
+    seen: set[str] = set()
+    for name in TABLES:
+        lt = pq.read_table(local / f"{name}.parquet")
+        st = pq.read_table(spark_dir / name)
+        assert st.select(SCHEMAS[name].names).schema == lt.schema
+        names = [rename.get(c, c) for c in st["capture"].to_pylist()]
+        st = st.set_column(0, "capture", pa.array(names, pa.string())).select(SCHEMAS[name].names)
+        assert st.num_rows == lt.num_rows > 0 or name == "anomalies", name
+        assert _sorted_rows(_normal(st)) == _sorted_rows(_normal(lt)), name
+        seen |= set(lt["protocol"].to_pylist())
+    return seen
+
+
+def test_native_shards_equal_the_python_reference_row_for_row(
+    exports: dict[str, object], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The native engine's route (no ranges, no shuffle: each task opens the capture itself and
+    decodes its share of the connections) against the Python reference engine's local export of
+    the same captures, one of each protocol, an empty one, one given as a URI; with 3 shares,
+    so that shares of one capture land on the same task and on different ones, and stream
+    numbers, detection and Kafka's topic names must still be the whole capture's."""
+    monkeypatch.setenv("WIREDUMP_ENGINE", "native")
+    out = tmp_path / "spark"
+    paths = exports["paths"]
+    res = _cli(["spark", "export", *paths[:-1], exports["uri"], "-o", str(out), "--values", "--shards", "3"])  # type: ignore[index,misc]
+    assert res.exit_code == 0, res.output
+    assert _counts(res.stderr) == exports["local_counts"]
+    seen = _assert_tables_equal(out, exports["local"], {exports["uri"]: paths[-1]})  # type: ignore[arg-type,dict-item,index]
+    assert {"kafka", "pulsar", "pravega", "tank"} <= seen
+    caps = pq.read_table(out / "captures").to_pylist()
+    assert [c["capture"] for c in caps] == [*paths[:-1], exports["uri"]]  # type: ignore[index,misc]
+    assert {c["status"] for c in caps} == {"ok"} and {c["ranges"] for c in caps} == {3}
+
+
+@pytest.mark.parametrize("pick", sorted(PICKS))
+def test_native_default_shares_one_large_capture_between_the_cores(
+    pick: str,
+    captures: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    spark,  # noqa: ANN001
+) -> None:
+    """Default settings (no --shards): one capture larger than --split-size, alone in the job,
+    is shared by both cores of `local[2]`; the rows are the Python reference's. The capture is
+    also given gzip-compressed (read whole by each share), whose rows must be the same."""
+    monkeypatch.setenv("WIREDUMP_ENGINE", "native")
+    from wiredump.dissect.pipeline import Options
+    from wiredump.spark.export import cores
+
+    assert cores(spark.sparkContext) == 2
+    path = captures / PICKS[pick]
+    gz = tmp_path / f"{path.name}.gz"
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    local = tmp_path / "local"
+    tables = TableSet(local, values=True)
+    tables.add_events(dissect([str(path)], Options(engine="python")))
+    tables.close()
+    for given in (path, gz):
+        out = tmp_path / f"spark-{given.suffix}"
+        res = _cli(["spark", "export", str(given), "-o", str(out), "--values", "--split-size", "1k"])
+        assert res.exit_code == 0, res.output
+        assert pick in _assert_tables_equal(out, local, {str(gz): str(path)})
+        (cap,) = pq.read_table(out / "captures").to_pylist()
+        assert (cap["status"], cap["ranges"]) == ("ok", 2)
+
+
+def test_plan_shards_shares_a_capture_only_with_idle_cores() -> None:
+    """Hand-computed: the share of the job's bytes times the cores, rounded, at most one share
+    per split size, at least one; --shards N as given."""
+    from wiredump.spark.export import plan_shards
+
+    mb = 1 << 20
+    assert plan_shards([1024 * mb], 2, 128 * mb) == [2]
+    assert plan_shards([1024 * mb], 16, 128 * mb) == [8]  # one share per 128 MB at most
+    assert plan_shards([100 * mb], 2, 128 * mb) == [1]  # smaller than one split
+    assert plan_shards([1024 * mb, 1024 * mb], 2, 128 * mb) == [1, 1]  # the cores are busy anyway
+    assert plan_shards([3000 * mb, 1000 * mb], 8, 128 * mb) == [6, 2]
+    assert plan_shards([1024 * mb, *[mb] * 50], 2, 128 * mb) == [2, *[1] * 50]
+    assert plan_shards([0], 2, 128 * mb) == [1]
+    assert plan_shards([mb, 1024 * mb], 2, 128 * mb, shards=3) == [3, 3]
 
 
 def _linear(values: pd.Series, q: float) -> float:
@@ -341,7 +430,17 @@ def test_the_documented_duckdb_query_gives_the_report_percentiles(exports: dict[
         assert got[(proto, typ)] == pytest.approx((p50, p99), abs=1e-6)
 
 
-def test_failures_become_rows_a_summary_and_with_strict_exit_2(tmp_path: Path, captures: Path, spark) -> None:  # noqa: ANN001
+@pytest.mark.parametrize("engine", ["python", "native"])
+def test_failures_become_rows_a_summary_and_with_strict_exit_2(
+    engine: str,
+    tmp_path: Path,
+    captures: Path,
+    spark,  # noqa: ANN001
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With either engine's route (the native one finds a compressed non-capture only when a
+    task opens it, as the Python one does when it counts ranges)."""
+    monkeypatch.setenv("WIREDUMP_ENGINE", engine)
     (tmp_path / "empty.pcap").write_bytes(b"")
     (tmp_path / "notes.txt").write_text("not a capture\n")
     (tmp_path / "junk.pcap.gz").write_bytes(gzip.compress(b"not a capture either"))

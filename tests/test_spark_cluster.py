@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from wiredump.dissect.pipeline import dissect
+from wiredump.dissect.pipeline import Options, dissect
 from wiredump.dissect.tables import SCHEMAS, TABLES, TableSet
 
 pytestmark = pytest.mark.spark
@@ -155,7 +155,7 @@ def _same(st: pa.Table, lt: pa.Table, name: str) -> None:
 def _local(captures: Path, names: list[str], monkeypatch: pytest.MonkeyPatch, out: Path) -> None:
     monkeypatch.chdir(captures)
     tables = TableSet(out, values=True)
-    tables.add_events(dissect(names))
+    tables.add_events(dissect(names, Options(engine="python")))  # the reference engine
     tables.close()
 
 
@@ -164,7 +164,8 @@ def test_standalone_cluster_export_equals_local_and_append_keeps_the_first(
 ) -> None:
     out = tmp_path / "tables"
     t0 = time.monotonic()
-    res = _export(cluster, captures, FIRST, out)
+    # The Python engine's route: every capture cut into ranges, records shuffled.
+    res = _export(cluster, captures, FIRST, out, "--engine", "python")
     first_run_s = time.monotonic() - t0
     names = [str(p.relative_to(captures)) for g in FIRST for p in sorted(captures.glob(g))]
     assert len(names) == 4
@@ -187,7 +188,7 @@ def test_standalone_cluster_export_equals_local_and_append_keeps_the_first(
     assert (Path(str(cluster["base"])) / "python-used").exists()
 
     # A second run appends: the first run's rows stay, the new capture's rows join them.
-    _export(cluster, captures, SECOND, out, "--mode", "append")
+    _export(cluster, captures, SECOND, out, "--mode", "append", "--engine", "python")
     local2 = tmp_path / "local2"
     _local(captures, names + SECOND, monkeypatch, local2)
     for name in TABLES:
@@ -196,4 +197,14 @@ def test_standalone_cluster_export_equals_local_and_append_keeps_the_first(
         _same(st, lt, name)
     runs = sorted({c["run"] for c in pq.read_table(out / "captures").to_pylist()})
     assert runs == [0, 1]
+
+    # The native engine's route on the same cluster: each task opens its captures itself and
+    # decodes a share of their connections (2 shares each here; by default only a capture
+    # larger than --split-size is shared). The rows are the same.
+    native = tmp_path / "native"
+    _export(cluster, captures, FIRST, native, "--engine", "native", "--shards", "2")
+    for name in TABLES:
+        _same(pq.read_table(native / name), pq.read_table(local / f"{name}.parquet"), name)
+    caps = pq.read_table(native / "captures").to_pylist()
+    assert {(c["status"], c["ranges"]) for c in caps} == {("ok", 2)} and len(caps) == 4
     print(f"first cluster export: {first_run_s:.1f} s")

@@ -69,8 +69,10 @@ def _session(master: str | None, conf: list[str] | None):  # noqa: ANN202 - Spar
 @spark_app.command(
     "export",
     help="Write the tables with Spark: DIR/<table>/part-RRRRR-PPPPP.parquet (the local export's columns "
-    "plus capture_date), and DIR/captures/ (one row per input: status and reason). Captures are cut "
-    "into byte ranges read in parallel; globs and directories expand to files.\n\n"
+    "plus capture_date), and DIR/captures/ (one row per input: status and reason). With the native "
+    "engine each task reads whole captures, a large one shared by several tasks; with the Python "
+    "engine captures are cut into byte ranges read in parallel. Globs and directories expand to "
+    "files.\n\n"
     "Example: wiredump spark export captures/*.pcap -o tables/",
 )
 def spark_export(
@@ -115,10 +117,11 @@ def spark_export(
         int,
         typer.Option(
             "--shards",
-            help="Tasks that share the connections of one capture read in several ranges (each reads "
-            "every packet, decodes its share): for captures of many busy connections.",
+            help="Tasks that share the connections of one capture (each reads every packet, decodes "
+            "its share). 0 (default): with the native engine, a capture larger than --split-size is "
+            "shared by the cores the other captures leave idle; 1 with the Python engine.",
         ),
-    ] = 1,
+    ] = 0,
 ) -> None:
     from wiredump.cli.app import make_options
     from wiredump.spark.export import ExportError, JobOptions, has_export, plan_inputs, run_export
@@ -128,8 +131,8 @@ def spark_export(
         raise UsageError("spark export reads capture files, not stdin")
     if mode not in (None, "append", "overwrite"):
         raise UsageError(f"--mode must be append or overwrite, not {mode!r}")
-    if shards < 1:
-        raise UsageError("--shards must be at least 1")
+    if shards < 0:
+        raise UsageError("--shards must be 0 (chosen per capture) or more")
     options = JobOptions(
         values=values, decode_as=parse_decode_as(decode_as), split_size=_size(split_size), shards=shards
     )

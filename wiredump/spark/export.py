@@ -6,12 +6,19 @@ How a run goes (each step bounded in memory whatever the capture sizes):
    plain paths absolute (executors do not share the driver's working directory) and opens the
    first bytes of each (`split.probe`). A missing, empty, unreadable or non-capture input
    becomes a row of the `captures` table and a line of the summary; `--strict` stops there.
-2. Each capture is cut into byte ranges (`split.cut`); tasks count the records of each range
-   and the driver chains the counts into packet numbers (`split.plan`).
-3. Tasks read their ranges (`split.read_range`) and emit each record keyed by
-   (capture, packet number); Spark's shuffle brings each capture's records together in packet
-   order (`repartitionAndSortWithinPartitions`, which spills to disk, not memory), with small
-   captures packed together so that one task writes one file per table for many of them.
+2. With the native engine (`_run_direct`): no ranges and no shuffle. Each task opens its
+   captures itself (pyarrow's file systems, read in bounded chunks by the Rust engine), builds
+   the tables in Rust (`TableFeed`) and writes them. A large capture that would leave cores
+   idle is shared by several tasks (`plan_shards`), each reading every packet and decoding
+   its share of the connections (`Options.shard`), so numbers, detection and run state are the
+   whole capture's. Why this and not a connection-keyed shuffle: docs/spark.md.
+3. With the Python engine (`_run_ranges`): each capture is cut into byte ranges
+   (`split.cut`); tasks count the records of each range and the driver chains the counts into
+   packet numbers (`split.plan`). Tasks read their ranges (`split.read_range`) and emit each
+   record keyed by (capture, packet number); Spark's shuffle brings each capture's records
+   together in packet order (`repartitionAndSortWithinPartitions`, which spills to disk, not
+   memory), with small captures packed together so that one task writes one file per table
+   for many of them.
 4. Each task runs the engine over its captures' records (`wiredump.dissect.records`, the same
    pipeline and row builder as the local export, so the rows are the same) and writes the
    tables' Parquet files itself through pyarrow's file systems: no table passes through the
@@ -34,6 +41,7 @@ import itertools
 import json
 import math
 import os
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -75,10 +83,11 @@ class JobOptions:
     decode_as: dict[int, str] = field(default_factory=dict)
     split_size: int = SPLIT_SIZE
     file_bytes: int = FILE_BYTES
-    shards: int = 1
-    """Tasks that dissect one capture cut into several ranges, each decoding a share of its
-    connections (`Options.shard`: every share sees every packet, so detection, stream numbers
-    and what connections teach each other are those of the whole capture)."""
+    shards: int = 0
+    """Tasks that dissect one capture, each decoding a share of its connections (`Options.shard`:
+    every share sees every packet, so detection, stream numbers and what connections teach each
+    other are those of the whole capture). 0: chosen per capture (`plan_shards`) with the native
+    engine, 1 with the Python one."""
     engine: str = field(default_factory=lambda: os.environ.get("WIREDUMP_ENGINE", DEFAULT_ENGINE))
     """The engine the executors run: the driver's (`--engine`, WIREDUMP_ENGINE), chosen here
     because an executor's environment does not carry the driver's WIREDUMP_ENGINE."""
@@ -410,44 +419,188 @@ def run_export(
     written: list[str] = []
     counts = dict.fromkeys(TABLES, 0)
     if files:
-        tasks = _plan(sc, files, options, rows, row_of)
-        by_file: dict[int, int] = {}
-        for t in tasks:
-            by_file[t.file] = by_file.get(t.file, 0) + 1
-        for i, n in by_file.items():
-            rows[row_of[i]].ranges = n
-        shards = {i: min(options.shards, n) for i, n in by_file.items() if min(options.shards, n) > 1}
-        sizes = {(i, k): files[i].size // shards.get(i, 1) for i in by_file for k in range(shards.get(i, 1))}
-        total = sum(sizes.values())
-        parts = max(1, min(len(sizes), max(sc.defaultParallelism, math.ceil(total / options.file_bytes))))
-        part_of = _pack(sizes, parts)
-        if tasks:
-            results = (
-                sc.parallelize(tasks, len(tasks))
-                .flatMap(_read(files, shards))
-                .repartitionAndSortWithinPartitions(parts, lambda key: part_of[key[0]])
-                .mapPartitionsWithIndex(_write(files, options, out, run, shards))
-                .collect()
-            )
+        if options.engine == "native":
+            results = _run_direct(sc, files, options, out, run, rows, row_of)
         else:
-            results = []
+            results = _run_ranges(sc, files, options, out, run, rows, row_of)
         for r in results:
             if r[0] == "capture":
                 row = rows[row_of[r[1]]]
                 row.packets = r[2]
                 if r[3]:
                     row.status, row.reason = "truncated", f"{row.capture}: {r[3]}"
-            else:
+            elif r[0] == "file":
                 counts[r[1]] += r[3]
                 written.append(r[2])
-        for i in set(range(len(files))) - set(by_file):
+        for r in results:  # after the shares that did read it
+            if r[0] == "failed":
+                row = rows[row_of[r[1]]]
+                row.status, row.reason = r[2], r[3]
+        for i in range(len(files)):
             row = rows[row_of[i]]
-            if row.status == "ok":
+            if row.status == "ok" and row.packets is None:
                 row.packets = 0
     written += _driver_files(out, run, rows, written)
     counts["anomalies"] += sum(r.status not in ("ok", "truncated") for r in rows)
     _commit(out, run, mode, runs, written, rows)
     return ExportResult(counts, rows, run, written)
+
+
+def _run_ranges(
+    sc: Any,
+    files: list[split.CaptureFile],
+    options: JobOptions,
+    out: str,
+    run: int,
+    rows: list[CaptureRow],
+    row_of: dict[int, int],
+) -> list[tuple]:
+    """The Python engine's job: ranges counted and read in parallel, records shuffled to the
+    tasks that dissect them (reading a capture is most of what the Python engine costs, so
+    it is worth spreading even though every record then crosses the JVM)."""
+    tasks = _plan(sc, files, options, rows, row_of)
+    by_file: dict[int, int] = {}
+    for t in tasks:
+        by_file[t.file] = by_file.get(t.file, 0) + 1
+    for i, n in by_file.items():
+        rows[row_of[i]].ranges = n
+    want = max(1, options.shards)
+    shards = {i: min(want, n) for i, n in by_file.items() if min(want, n) > 1}
+    sizes = {(i, k): files[i].size // shards.get(i, 1) for i in by_file for k in range(shards.get(i, 1))}
+    total = sum(sizes.values())
+    parts = max(1, min(len(sizes), max(sc.defaultParallelism, math.ceil(total / options.file_bytes))))
+    part_of = _pack(sizes, parts)
+    if not tasks:
+        return []
+    return (
+        sc.parallelize(tasks, len(tasks))
+        .flatMap(_read(files, shards))
+        .repartitionAndSortWithinPartitions(parts, lambda key: part_of[key[0]])
+        .mapPartitionsWithIndex(_write(files, options, out, run, shards))
+        .collect()
+    )
+
+
+def cores(sc: Any) -> int:
+    """Tasks the job runs at once: `local[N]`'s N (wiredump's local mode sets
+    `spark.default.parallelism` for its own reasons, so that is not it), a cluster's default
+    parallelism (its executors' cores) otherwise."""
+    m = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\d+)?\])?", sc.master)
+    if m is None:
+        return max(1, sc.defaultParallelism)
+    if m.group(1) is None:
+        return 1
+    return (os.cpu_count() or 1) if m.group(1) == "*" else max(1, int(m.group(1)))
+
+
+def plan_shards(sizes: Sequence[int], cores: int, split_size: int, shards: int = 0) -> list[int]:
+    """How many tasks dissect each capture with the native engine (`--shards 0`: chosen here).
+
+    Every share reads and reassembles the whole capture and follows the connections that teach
+    the others (Kafka's topic names): with the native engine that is about a sixth of
+    dissecting the capture (benchmarks/README.md), paid once more per extra share. So a
+    capture is shared only by cores that would otherwise have nothing to do: its share of the
+    job's bytes times the cores, rounded, at most one share per `split_size` bytes of it. One
+    large capture on 2 cores: 2 shares; a corpus of similar captures: 1 each.
+    """
+    if shards > 0:
+        return [shards] * len(sizes)
+    total = sum(sizes) or 1
+    return [max(1, min(cores, int(size * cores / total + 0.5), size // max(1, split_size))) for size in sizes]
+
+
+def _run_direct(
+    sc: Any,
+    files: list[split.CaptureFile],
+    options: JobOptions,
+    out: str,
+    run: int,
+    rows: list[CaptureRow],
+    row_of: dict[int, int],
+) -> list[tuple]:
+    """The native engine's job: no ranges, no shuffle. Each task opens its captures itself
+    (pyarrow's file systems, read in bounded chunks by the engine) and dissects them whole, or
+    its share of their connections when a capture is shared by several tasks; small captures
+    are packed together so that one task writes one file per table for many of them."""
+    n = cores(sc)
+    shares = plan_shards([cf.size for cf in files], n, options.split_size, options.shards)
+    for i, k in enumerate(shares):
+        rows[row_of[i]].ranges = k
+    sizes = {(i, k, m): files[i].size // m for i, m in enumerate(shares) for k in range(m)}
+    total = sum(sizes.values())
+    parts = max(1, min(len(sizes), max(n, math.ceil(total / options.file_bytes))))
+    part_of = _pack(sizes, parts)  # type: ignore[arg-type]
+    by_part: list[list[tuple[int, int, int]]] = [[] for _ in range(parts)]
+    for g in sorted(sizes):
+        by_part[part_of[g]].append(g)  # type: ignore[index]
+    return sc.parallelize(by_part, parts).mapPartitionsWithIndex(_dissect(files, options, out, run)).collect()
+
+
+def _dissect(files: list[split.CaptureFile], options: JobOptions, out: str, run: int):  # noqa: ANN202
+    def task(part: int, lists: Iterator[list[tuple[int, int, int]]]) -> Iterator[tuple]:
+        from wiredump._engine import Dissector, TableFeed
+        from wiredump.dissect.pipeline import Options
+
+        fsys, root = split.filesystem(out)
+        writers: dict[str, _PartWriter] = {}
+        for index, k, n in (g for groups in lists for g in groups):
+            cf = files[index]
+            opts = Options(
+                decode_as=dict(options.decode_as), shard=(k, n) if n > 1 else None, engine="native"
+            )
+            try:
+                src, path = split.filesystem(cf.uri)
+                date = _first_date(cf)
+                stream = src.open_input_stream(path, compression=None)
+                dissector = Dissector(stream, opts, name=cf.name)
+            # Every share reports its failure: a share that could not read the capture must not
+            # leave it marked `ok` with the rows of the other shares only.
+            except CaptureError as e:  # a compressed file whose content is not a capture
+                status = "not_a_capture" if _status(e) == "not_a_capture" else "unreadable"
+                yield ("failed", index, status, str(e))
+                continue
+            except Exception as e:  # noqa: BLE001 - the capture becomes an `unreadable` row
+                yield ("failed", index, "unreadable", f"{cf.name}: cannot be read ({e})")
+                continue
+            # One feed per capture share: a batch then holds one capture's rows (one date).
+            feed = TableFeed(options.values)
+            with stream:
+                while (ready := feed.pump(dissector)) is not None:
+                    _add_native(writers, fsys, root, run, part, ready, date)
+                _add_native(writers, fsys, root, run, part, feed.finish(), date)
+            end = feed.capture_end
+            if k == 0 and end is not None:
+                yield ("capture", index, end[1], end[2])
+        for table, w in writers.items():
+            yield ("file", table, w.path, w.close())
+
+    return task
+
+
+def _add_native(
+    writers: dict[str, _PartWriter],
+    fsys: Any,
+    root: str,
+    run: int,
+    part: int,
+    ready: list[tuple[str, Any]],
+    date: dt.date | None,
+) -> None:
+    for table, stream in ready:
+        w = writers.get(table)
+        if w is None:
+            w = writers[table] = _PartWriter(fsys, f"{root}/{table}/{part_name(run, part)}", table)
+        for batch in pa.RecordBatchReader.from_stream(stream):
+            w.add(batch, date)
+
+
+def _first_date(cf: split.CaptureFile) -> dt.date | None:
+    """The UTC date of a capture's first record (the `capture_date` column), read on its own."""
+    state = split.NgState(endian=cf.endian) if cf.format == "pcapng" else None
+    first = split.Task(0, cf.data_start, cf.size, 0, state, True)
+    for rec in split.read_range(cf, first):
+        return _date(rec.ts_us)
+    return None
 
 
 def _plan(
