@@ -12,6 +12,7 @@
 
 pub mod capture;
 pub mod packet;
+pub mod printable;
 pub mod stream;
 pub mod tcp;
 

@@ -22,6 +22,7 @@ use crate::correlation::Correlator;
 use crate::detection::{ConnPorts, Decision, Detector, Held, Item, EARLY_TRIES, HOLD_TOTAL};
 use crate::framing::{ConnectionFramer, Discard, Output};
 use crate::model::{Anomaly, ConnectionSummary, Exchange, FrameRef, Role};
+use crate::printable::str_repr;
 use crate::protocol::{ConnCtx, Protocol, RunState, SessionOptions, MIN_CONFIDENCE};
 use crate::stream::{Event as StreamEvent, StreamEngine};
 use crate::tcp::{Retention, TcpEvent};
@@ -333,7 +334,7 @@ impl Capture {
                 let known: Vec<&str> = protocols.iter().map(|p| p.name()).collect();
                 return Err(format!(
                     "unknown protocol {} in decode-as (known: {})",
-                    py_repr(proto),
+                    str_repr(proto),
                     known.join(", ")
                 ));
             };
@@ -1215,33 +1216,4 @@ fn flip_detail(detail: &str) -> String {
         }
     }
     words.join(" ")
-}
-
-/// A string as Python's `repr` writes it (for messages that must read as the Python engine's).
-fn py_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for ch in s.chars() {
-        match ch {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
 }
