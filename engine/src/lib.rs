@@ -23,6 +23,7 @@ pub mod correlation;
 pub mod model;
 pub mod protocol;
 pub mod registry;
+pub mod shield;
 pub mod replay;
 
 // The engine proper: framing, detection and the per-capture pipeline
