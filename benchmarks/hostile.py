@@ -204,6 +204,48 @@ def build_kafka(path: Path, codec: str) -> None:
     two_way(path, 9092, [(True, kafka_produce(1, batch)), (True, kafka_produce(2, None))])
 
 
+def build_kafka_tiny_batches(path: Path) -> None:
+    """A Produce whose 49 MB record set is 800k empty 61-byte record batches (a batch header
+    with no record, a valid CRC): one decoded batch each in the frame's fields."""
+    batch = kafka_batch(0, b"", 0)
+    assert len(batch) == 61
+    two_way(path, 9092, [(True, kafka_produce(1, batch * 800_000))])
+
+
+def build_kafka_metadata_topics(path: Path) -> None:
+    """Two Metadata v0 exchanges: a small answer (the broker's direction is then in step), then one
+    of 1M empty 8-byte topics (error 0, name "", no partition): one element of the decoded body
+    each (8 MB; the frame maximum is 100 MiB)."""
+    client = b"hostile"
+
+    def req(corr: int) -> bytes:
+        r = struct.pack(">hhih", 3, 0, corr, len(client)) + client + struct.pack(">i", 0)
+        return struct.pack(">i", len(r)) + r
+
+    def resp(corr: int, n: int) -> bytes:
+        r = struct.pack(">iii", corr, 0, n) + struct.pack(">hhi", 0, 0, 0) * n
+        return struct.pack(">i", len(r)) + r
+
+    two_way(path, 9092, [(True, req(1) + req(2)), (False, resp(1, 0)), (False, resp(2, 1_000_000))])
+
+
+def build_kafka_pipelined(path: Path, conns: int = 8, n: int = 70_000) -> None:
+    """8 connections, each sending 70,000 ApiVersions v0 requests (15 bytes each) that are
+    never answered: every request waits in its connection's pending map (up to
+    `Limits.max_pending_requests`, 65,536 per connection) until the capture ends."""
+    client = b"c"
+    pcap = Pcap(path)
+    flows = [Flow(pcap, 40000 + i, 9092) for i in range(conns)]
+    for flow in flows:
+        reqs = b"".join(
+            struct.pack(">ihhih", 10 + len(client), 18, 0, corr, len(client)) + client for corr in range(n)
+        )
+        flow.send(True, reqs)
+    for flow in flows:
+        flow.close()
+    pcap.close()
+
+
 # -- Pulsar --------------------------------------------------------------------------------------
 PULSAR_CODECS: dict[str, tuple[int, Callable[[bytes], bytes]]] = {
     "lz4": (1, lambda b: lz4.block.compress(b, store_size=False)),
@@ -258,6 +300,35 @@ def build_pulsar(path: Path, codec: str) -> None:
     two_way(path, 6650, [(True, simple(connect)), (True, simple(producer)), (True, send)])
 
 
+def build_pulsar_acks(path: Path) -> None:
+    """A broker that allows 128 MiB messages (CONNECTED max_message_size), then one ACK whose
+    repeated message_id holds 10M minimal 6-byte MessageIdData (ledgerId 0, entryId 0)."""
+    from wiredump.proto import PulsarApi_pb2 as api
+
+    def simple(cmd: api.BaseCommand) -> bytes:
+        c = cmd.SerializeToString()
+        return struct.pack(">II", 4 + len(c), len(c)) + c
+
+    connect = api.BaseCommand(type=api.BaseCommand.CONNECT)
+    connect.connect.client_version = "hostile"
+    connect.connect.protocol_version = 20
+    connected = api.BaseCommand(type=api.BaseCommand.CONNECTED)
+    connected.connected.server_version = "hostile"
+    connected.connected.protocol_version = 20
+    connected.connected.max_message_size = 128 * 1024 * 1024
+    one = api.CommandAck(consumer_id=1, ack_type=0)
+    one.message_id.add(ledgerId=0, entryId=0)
+    head = api.CommandAck(consumer_id=1, ack_type=0).SerializeToString()
+    elem = one.SerializeToString()[len(head) :]
+    assert len(elem) == 6
+    body = head + elem * 10_000_000
+    ack_field = api.BaseCommand.DESCRIPTOR.fields_by_name["ack"].number
+    cmd = api.BaseCommand(type=api.BaseCommand.ACK).SerializeToString()
+    cmd += uvarint(ack_field << 3 | 2) + uvarint(len(body)) + body
+    ack = struct.pack(">II", 4 + len(cmd), len(cmd)) + cmd
+    two_way(path, 6650, [(True, simple(connect)), (False, simple(connected)), (True, ack)])
+
+
 # -- TANK ----------------------------------------------------------------------------------------
 def build_tank(path: Path) -> None:
     from tests.test_tank_crafted import chunk, consume_req, consume_resp, entry, produce_req, q, u32, varint
@@ -290,6 +361,19 @@ def build_tank_zero_chunk(path: Path) -> None:
     ch = chunk(bundle([M(b"good")])) + bytes(16 * 1024 * 1024)
     consume = consume_req(2, [("zeros", [(0, 0)])])
     response = consume_resp(2, [("zeros", [entry(0, 0, q(0), q(1), u32(len(ch)))])], [ch])
+    two_way(path, 11011, [(True, consume), (False, response)])
+
+
+def build_tank_tiny_bundles(path: Path) -> None:
+    """A Consume response whose 2 MiB chunk is `01 04` repeated: a million one-byte bundles
+    (1 message declared, none held), each malformed. Every bundle was an object with its fields
+    and its anomaly (~1.3 GB in the Python engine); past `Limits.max_batches` they are read and
+    counted, not listed, and their anomalies past 64 only counted."""
+    from tests.test_tank_crafted import consume_req, consume_resp, entry, q, u32
+
+    ch = b"\x01\x04" * (1024 * 1024)
+    consume = consume_req(2, [("tiny", [(0, 0)])])
+    response = consume_resp(2, [("tiny", [entry(0, 0, q(0), q(1), u32(len(ch)))])], [ch])
     two_way(path, 11011, [(True, consume), (False, response)])
 
 
@@ -352,10 +436,15 @@ def build_timestamps(path: Path) -> None:
 def cases() -> Iterator[tuple[str, str, Callable[[Path], None]]]:
     for codec in KAFKA_CODECS:
         yield f"kafka-{codec}", "pcap", lambda p, c=codec: build_kafka(p, c)
+    yield "kafka-tiny-batches", "pcap", build_kafka_tiny_batches
+    yield "kafka-metadata-topics", "pcap", build_kafka_metadata_topics
+    yield "kafka-pipelined", "pcap", build_kafka_pipelined
     for codec in PULSAR_CODECS:
         yield f"pulsar-{codec}", "pcap", lambda p, c=codec: build_pulsar(p, c)
+    yield "pulsar-acks", "pcap", build_pulsar_acks
     yield "tank-snappy", "pcap", build_tank
     yield "tank-zero-chunk", "pcap", build_tank_zero_chunk
+    yield "tank-tiny-bundles", "pcap", build_tank_tiny_bundles
     yield "pravega-events", "pcap", build_pravega
     yield "syn-flood-1m", "pcap", build_syn_flood
     yield "partial-100k-open", "pcap", lambda p: build_partial(p, close=False)

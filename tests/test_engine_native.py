@@ -179,7 +179,7 @@ def test_registry_variants(tmp_path: Path, path: Path) -> None:
 
 
 # -- detection by the first bytes: the captures moved off their protocols' ports ---------------------
-def _moved(recs: list[V.Rec]) -> list[V.Rec]:
+def _moved(recs: list[V.Rec], base: int = 2000, span: int = 1000) -> list[V.Rec]:
     """The records with every well-known server port moved (9092 → 2092…): no port decides, the
     connections' first bytes are scored (and, seen mid-stream, the roles may be swapped)."""
     import struct
@@ -197,8 +197,8 @@ def _moved(recs: list[V.Rec]) -> list[V.Rec]:
         ihl = (data[14] & 0x0F) * 4
         tcp_at = 14 + ihl
         sport, dport = struct.unpack_from(">HH", data, tcp_at)
-        sport = 2000 + sport % 1000 if sport in known else sport
-        dport = 2000 + dport % 1000 if dport in known else dport
+        sport = base + sport % span if sport in known else sport
+        dport = base + dport % span if dport in known else dport
         struct.pack_into(">HH", data, tcp_at, sport, dport)
         out.append(V.replace(r, data=bytes(data)))
     return out
@@ -216,6 +216,27 @@ def test_registry_detection_off_port(tmp_path: Path, path: Path) -> None:
     for cut in sorted({1, 3, len(recs) // 3, len(recs) // 2}):
         assert_same(V.write(cap, recs[cut:], tmp_path / f"moved-mid{cut}.pcap"), protocols=NATIVE)
     assert_same(V.write(cap, recs, tmp_path / "moved.pcap"), protocols=NATIVE, hold_us=1000)
+
+
+@needs_protocols
+@pytest.mark.parametrize("path", VARIANT_SOURCES, ids=[f"{p.parent.name}/{p.stem}" for p in VARIANT_SOURCES])
+def test_registry_roles_swapped_before_the_row(tmp_path: Path, path: Path) -> None:
+    """Server ports moved above the clients' (65xxx) and the captures cut mid-stream: without a
+    SYN the reassembler takes the higher port for the client, detection swaps the roles, and in
+    these small captures (one batch of stream events) the connection's row was taken before the
+    swap: its byte counts must still come out turned, in both Rust-backed engines."""
+    if path.parent.name not in NATIVE:
+        pytest.skip(f"{path.parent.name} is not in the Rust registry yet")
+    cap = V.read(path)
+    recs = _moved(cap.recs, base=65000, span=500)
+    swapped = 0
+    for cut in sorted({1, len(recs) // 3}):
+        f = V.write(cap, recs[cut:], tmp_path / f"high-mid{cut}.pcap")
+        got = assert_same(f, protocols=NATIVE)
+        assert events(f, "rust", protocols=NATIVE) == got
+        assert isinstance(got, list)
+        swapped += sum(1 for kind, _, obj, _ in got if kind == "connection" and obj[5] >= 65000)
+    assert swapped, "some connection's roles were swapped by detection"
 
 
 @needs_protocols

@@ -875,3 +875,57 @@ def test_resync_ignores_a_pending_id_inside_record_data() -> None:
     real = fetch_v4_response(5, "t", batch_v2(0, RECS))
     buf = b"\xaa" * 3 + decoy + real
     assert s.resync(buf, 0, "server") == 3 + len(decoy)
+
+
+def test_anomalies_of_a_kind_past_64_are_counted_in_one() -> None:
+    # 70 one-record batches whose CRC-32C is off by one: 70 `bad_checksum` anomalies of one kind
+    # in one frame. The first 64 are listed; the other 6 are counted in one `anomaly_limit` placed
+    # where the 65th was found (its batch's crc field, 17 bytes into the batch).
+    good = [batch_v2(k, [record(0, None, b"v")]) for k in range(70)]
+    bad = [b[:17] + ((int.from_bytes(b[17:21], "big") + 1) % 2**32).to_bytes(4, "big") + b[21:] for b in good]
+    records = b"".join(bad)
+    data = produce_v3(7, "caps", 0, records)
+    fr, out = engine()
+    fr.feed("client", data, 1, 1_000)
+    fr.finish()
+    (f,) = out.frames
+    at = data.index(records)  # the record set's place in the frame
+    crcs = [at + k * len(bad[0]) + 17 for k in range(70)]
+    assert f.status == "bad_checksum"
+    assert [a.kind for a in f.anomalies] == ["bad_checksum"] * 64 + ["anomaly_limit"]
+    assert [a.offset for a in f.anomalies[:64]] == crcs[:64]
+    assert f.anomalies[-1].offset == crcs[64]
+    assert f.anomalies[-1].detail == (
+        "6 more bad_checksum anomalies in this frame past the first 64 (counted, not listed)"
+    )
+    assert [m.value for m in f.messages] == [b"v"] * 70
+
+
+def test_batches_past_the_frame_cap_are_read_and_counted_not_listed() -> None:
+    # 10,005 empty record batches (61 bytes each: the v2 header, no record): the frame lists the
+    # first 10,000 (`Limits.max_batches`) in its record set's `batches`; the other 5 are read
+    # and checked (their CRCs count in record_stats) and counted: `batches_not_listed` 5 and one
+    # `batch_limit` note at the first of them (its first byte). The frame is fine.
+    one = batch_v2(0, [])
+    assert len(one) == 61
+    records = one * 10_005
+    data = produce_v3(8, "caps", 0, records)
+    fr, out = engine()
+    fr.feed("client", data, 1, 1_000)
+    fr.finish()
+    (f,) = out.frames
+    at = data.index(records)
+    assert f.status == "ok"
+    assert [(a.kind, a.detail, a.offset) for a in f.anomalies] == [
+        (
+            "batch_limit",
+            "caps[0]: 5 of the record set's 10005 batches are past the frame's 10000th: read and "
+            "checked, not listed",
+            at + 10_000 * 61,
+        )
+    ]
+    rs = f.fields["body"]["topic_data"][0]["partition_data"][0]["records"]
+    assert len(rs["batches"]) == 10_000 and rs["batches_not_listed"] == 5
+    assert rs["record_count"] == 0
+    assert f.fields["record_stats"]["batches"] == 10_005
+    assert f.fields["record_stats"]["crc_ok"] == 10_005

@@ -699,3 +699,30 @@ def test_producer_success_not_ready_waits_for_the_ready_one() -> None:
     assert first.peer_packet is None and "not ready" in first.summary
     assert producer.peer_packet == ready.packet and ready.peer_packet == producer.packet
     assert [e.status for e in out.exchanges if e.type == "PRODUCER"] == ["answered"]
+
+
+def test_command_over_the_parse_limit_is_named_and_sized_not_decoded() -> None:
+    # An ACK whose repeated message_id holds 400,000 six-byte entries (12 04 08 00 10 00:
+    # ledgerId 0, entryId 0): a 2.4 MB command, over `Limits.max_command_bytes` (2 MiB). The
+    # frame is typed (from the BaseCommand type field) and sized; its command is not parsed.
+    head = pb.CommandAck(consumer_id=1, ack_type=0).SerializeToString()
+    body = head + bytes.fromhex("120408001000") * 400_000
+    field = pb.BaseCommand.DESCRIPTOR.fields_by_name["ack"].number
+    assert field < 16
+    cmd = pb.BaseCommand(type=pb.BaseCommand.ACK).SerializeToString()
+    n = len(body)
+    assert 1 << 21 <= n < 1 << 28  # a four-byte length varint
+    length = bytes([n & 0x7F | 0x80, n >> 7 & 0x7F | 0x80, n >> 14 & 0x7F | 0x80, n >> 21])
+    cmd += bytes([field << 3 | 2]) + length + body
+    frame = struct.pack(">II", 4 + len(cmd), len(cmd)) + cmd
+    big = simple(
+        command("CONNECTED", server_version="stub", protocol_version=20, max_message_size=8 * 1024 * 1024)
+    )
+    out = Conn().client(CONNECT).server(big).client(frame).finish()
+    f = out.frames[-1]
+    assert (f.type, f.status) == ("ACK", "ok")
+    assert [(a.kind, a.detail, a.offset) for a in f.anomalies] == [
+        ("command_limit", f"ACK command of {len(cmd)} bytes is not decoded (limit 2097152 bytes)", 8)
+    ]
+    assert f.summary == f"{len(cmd)}-byte command, not decoded"
+    assert "command" not in f.fields and f.fields["command_size"] == len(cmd)

@@ -686,6 +686,78 @@ def test_anomalies_of_a_kind_are_capped_per_frame() -> None:
     assert rs.messages == []
 
 
+def test_bundles_past_the_frame_cap_are_read_and_counted_not_listed() -> None:
+    # 12,000 one-byte bundles `01 04` (length 1; flags 0x04: one message, no codec; an empty
+    # message set): each malformed ("declares 1 messages, its message set holds 0") at its
+    # message set, CHUNKS_AT + 2 * i + 2. `Limits.max_batches` (10,000) lists the first 10,000
+    # bundles; all 12,000 are read and their anomalies counted: 64 listed, the other 11,936 in one
+    # `anomaly_limit` at the 65th; one `batch_limit` says 2,000 were not listed.
+    n = 12_000
+    ch = b"\x01\x04" * n
+    resp = consume_resp(5, [("ev", [entry(0, 0, q(0), q(9), u32(len(ch)))])], [ch])
+    out = run([(C, consume_req(5, [("ev", [(0, 0)])])), (S, resp)])
+    (rs,) = out.of("Consume", "response")
+    assert rs.status == "malformed"
+    assert [a.kind for a in rs.anomalies] == ["malformed"] * 64 + ["anomaly_limit", "batch_limit"]
+    assert [a.offset for a in rs.anomalies[:64]] == [CHUNKS_AT + 2 * i + 2 for i in range(64)]
+    assert rs.anomalies[0].detail == "bundle declares 1 messages, its message set holds 0"
+    limit, batches = rs.anomalies[64:]
+    assert (limit.offset, limit.detail) == (
+        CHUNKS_AT + 2 * 64 + 2,
+        "11936 more malformed anomalies in this frame past the first 64 (counted, not listed)",
+    )
+    assert (batches.offset, batches.detail) == (
+        None,
+        "12000 batches in the frame; the first 10000 are listed in its fields, 2000 more were "
+        "read and counted only (limit 10000 per frame)",
+    )
+    e = rs.fields["topics"][0]["partitions"][0]
+    assert len(e["bundles"]) == 10_000 and e["bundles"][-1]["offset"] == CHUNKS_AT + 2 * 9_999
+    assert rs.messages == [] and rs.summary == "req 5 ev/0 no data hw 9"
+
+
+def test_messages_of_bundles_past_the_cap_are_still_rows() -> None:
+    # 10,003 good bundles of one message each (seqs 100..10102 from the entry's base): the
+    # first 10,000 are listed, the last 3 only counted, but every message is a row (10,003 is
+    # within `Limits.max_messages`) and the summary counts them all. The frame is fine.
+    one = bundle([M(b"x", ts=7)])
+    n = 10_003
+    ch = chunk(*[one] * n)
+    resp = consume_resp(6, [("ev", [entry(0, 0, q(100), q(20_000), u32(len(ch)))])], [ch])
+    out = run([(C, consume_req(6, [("ev", [(0, 100)])])), (S, resp)])
+    (rs,) = out.of("Consume", "response")
+    assert rs.status == "ok"
+    assert [(a.kind, a.detail) for a in rs.anomalies] == [
+        (
+            "batch_limit",
+            "10003 batches in the frame; the first 10000 are listed in its fields, 3 more were "
+            "read and counted only (limit 10000 per frame)",
+        )
+    ]
+    assert [m.offset for m in rs.messages] == list(range(100, 100 + n))
+    assert {m.detail["bundle"] for m in rs.messages[-3:]} == {10_000, 10_001, 10_002}
+    assert len(rs.fields["topics"][0]["partitions"][0]["bundles"]) == 10_000
+    assert rs.summary == "req 6 ev/0 10003 msgs seq 100..10102 hw 20000"
+
+
+def test_frame_cut_after_many_bad_bundles_lists_its_own_anomaly_first() -> None:
+    # The response's header says the chunk holds 2 more bytes than the frame has: the decoder
+    # stops with its own `malformed` (listed first, as before the bundles' problems), then the
+    # 100 bad bundles: 63 fit under the per-kind cap of 64, the other 37 are counted in one
+    # `anomaly_limit` at the 64th bundle's message set (CHUNKS_AT + 2 * 63 + 2).
+    ch = b"\x01\x04" * 100
+    resp = consume_resp(7, [("ev", [entry(0, 0, q(0), q(9), u32(len(ch) + 2))])], [ch])
+    out = run([(C, consume_req(7, [("ev", [(0, 0)])])), (S, resp)])
+    (rs,) = out.of("Consume", "response")
+    assert [a.kind for a in rs.anomalies] == ["malformed"] * 64 + ["anomaly_limit"]
+    assert rs.anomalies[0].detail.startswith("Consume: chunk of ev/0")
+    assert [a.offset for a in rs.anomalies[1:64]] == [CHUNKS_AT + 2 * i + 2 for i in range(63)]
+    assert (rs.anomalies[64].offset, rs.anomalies[64].detail) == (
+        CHUNKS_AT + 2 * 63 + 2,
+        "37 more malformed anomalies in this frame past the first 64 (counted, not listed)",
+    )
+
+
 def test_snappy_failures_and_limits() -> None:
     msgs = [M(b"%05d" % i + b"." * 200) for i in range(40)]
     comp = bundle(msgs, snappy=True)

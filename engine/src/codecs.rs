@@ -23,6 +23,12 @@ pub struct Limits {
     pub decompressed_total: u64,
     /// Messages one frame keeps; past it they are read, checked and counted only.
     pub max_messages: u64,
+    /// Batches of messages (TANK bundles) one frame lists in its fields; past it they are read,
+    /// checked and counted only (a `batch_limit` anomaly; Python's `Limits.max_batches`).
+    pub max_batches: u64,
+    /// Bytes of a frame's structured command (Pulsar's BaseCommand) that are parsed; past it the
+    /// frame is named and sized only (`command_limit`; Python's `Limits.max_command_bytes`).
+    pub max_command_bytes: u64,
 }
 
 impl Default for Limits {
@@ -34,6 +40,8 @@ impl Default for Limits {
             ratio_floor: MIB,
             decompressed_total: 0,
             max_messages: 25_000,
+            max_batches: 10_000,
+            max_command_bytes: 2 * MIB,
         }
     }
 }
@@ -49,6 +57,20 @@ impl Limits {
                  read and counted only (limit {} per frame)",
                 total - kept,
                 self.max_messages
+            )
+        })
+    }
+
+    /// The `batch_limit` anomaly's detail for a frame that carried `total` batches of which
+    /// `listed` are listed in its fields, or None when none were left out (the words of Python's
+    /// `Limits.over_batches`).
+    pub fn over_batches(&self, listed: u64, total: u64) -> Option<String> {
+        (total > listed).then(|| {
+            format!(
+                "{total} batches in the frame; the first {listed} are listed in its fields, {} \
+                 more were read and counted only (limit {} per frame)",
+                total - listed,
+                self.max_batches
             )
         })
     }

@@ -470,7 +470,7 @@ impl ConnectionFramer {
                 let mut f = Frame::new(self.protocol, "?", -1);
                 f.status = Status::Undecodable;
                 f.summary = "not decoded: internal error (panic)".to_string();
-                f.anomalies.push(internal_error(
+                f.add(internal_error(
                     &*p,
                     "decode",
                     self.protocol,
@@ -495,7 +495,7 @@ impl ConnectionFramer {
                     f.status = Status::Truncated;
                 }
                 if !complete && k == 0 {
-                    f.anomalies.push(
+                    f.add(
                         Anomaly::new("truncated", format!("frame cut after {} bytes", data.len()))
                             .at(Some(data.len() as u64)),
                     );

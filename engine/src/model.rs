@@ -432,24 +432,55 @@ impl Frame {
         detail: impl Into<String>,
         offset: Option<u64>,
     ) {
-        let kind = kind.into();
-        let i = match self.flagged.iter().position(|(k, _, _)| *k == kind) {
+        self.add(Anomaly::new(kind, detail).at(offset));
+    }
+
+    /// Records an anomaly built elsewhere (an `internal_error` carries its protocol) under the
+    /// per-kind cap of [`Frame::flag`]; every anomaly a frame carries goes through here, so no
+    /// decoder can make a frame hold more than [`MAX_ANOMALIES_PER_KIND`] of a kind.
+    pub fn add(&mut self, anomaly: Anomaly) {
+        let i = self.count_kind(&anomaly.kind, || anomaly.kind.clone(), 1);
+        if self.flagged[i].1 <= MAX_ANOMALIES_PER_KIND {
+            self.anomalies.push(anomaly);
+            return;
+        }
+        self.over(i, anomaly.offset);
+    }
+
+    /// `count` more anomalies of `kind` whose details were never kept ([`PendingAnomalies`]
+    /// dropped them past the cap), counted as [`Frame::note`] would count them. Only for a kind
+    /// the frame already lists [`MAX_ANOMALIES_PER_KIND`] of; `offset` is the first one's.
+    pub fn note_more(&mut self, kind: Cow<'static, str>, count: u64, offset: Option<u64>) {
+        let i = self.count_kind(&kind.clone(), || kind, count);
+        self.over(i, offset);
+    }
+
+    /// The index of `kind` in `flagged` (`owned`: the kind to keep when it is new), counted
+    /// `count` more times.
+    fn count_kind(
+        &mut self,
+        kind: &str,
+        owned: impl FnOnce() -> Cow<'static, str>,
+        count: u64,
+    ) -> usize {
+        let i = match self.flagged.iter().position(|(k, _, _)| k == kind) {
             Some(i) => i,
             None => {
-                self.flagged.push((kind.clone(), 0, None));
+                self.flagged.push((owned(), 0, None));
                 self.flagged.len() - 1
             }
         };
+        self.flagged[i].1 += count;
+        i
+    }
+
+    fn over(&mut self, i: usize, offset: Option<u64>) {
         let entry = &mut self.flagged[i];
-        entry.1 += 1;
-        if entry.1 <= MAX_ANOMALIES_PER_KIND {
-            self.anomalies.push(Anomaly::new(kind, detail).at(offset));
-            return;
-        }
         let text = format!(
-            "{} more {kind} anomalies in this frame past the first {MAX_ANOMALIES_PER_KIND} \
+            "{} more {} anomalies in this frame past the first {MAX_ANOMALIES_PER_KIND} \
              (counted, not listed)",
-            entry.1 - MAX_ANOMALIES_PER_KIND
+            entry.1 - MAX_ANOMALIES_PER_KIND,
+            entry.0
         );
         match entry.2.and_then(|at| self.anomalies.get_mut(at)) {
             Some(limit) if limit.kind == ANOMALY_LIMIT => limit.detail = text,
@@ -468,6 +499,139 @@ impl Frame {
 
     pub fn context_mut<T: 'static>(&mut self) -> Option<&mut T> {
         self.context.as_mut()?.downcast_mut::<T>()
+    }
+}
+
+/// One problem a decoder found before it puts it on its frame: (kind, detail, offset).
+pub type Problem = (Cow<'static, str>, String, Option<u64>);
+
+/// Anomalies a decoder finds before it puts them on their frame (TANK reports a frame's problems
+/// after its own), bounded as [`Frame::add`] bounds them: the first [`MAX_ANOMALIES_PER_KIND`] of
+/// a kind with their details, the rest only counted, in one entry where the first of them was
+/// found. [`PendingAnomalies::put_on`] then gives the frame exactly what flagging at once would
+/// have, in the same order, without holding one problem per bad byte (the twin of Python's
+/// `model.PendingAnomalies`).
+#[derive(Debug, Default)]
+pub struct PendingAnomalies {
+    /// Listed problems, and per kind past the cap one `(kind, "", offset of the first, count)`.
+    items: Vec<(Problem, u64)>,
+    /// Per kind: problems seen, and the index in `items` of its entry past the cap.
+    seen: Vec<(Cow<'static, str>, u64, Option<usize>)>,
+}
+
+impl PendingAnomalies {
+    pub fn push(&mut self, p: Problem) {
+        let i = match self.seen.iter().position(|(k, _, _)| *k == p.0) {
+            Some(i) => i,
+            None => {
+                self.seen.push((p.0.clone(), 0, None));
+                self.seen.len() - 1
+            }
+        };
+        let entry = &mut self.seen[i];
+        entry.1 += 1;
+        if entry.1 <= MAX_ANOMALIES_PER_KIND {
+            self.items.push((p, 0));
+            return;
+        }
+        match entry.2 {
+            Some(at) => self.items[at].1 += 1,
+            None => {
+                entry.2 = Some(self.items.len());
+                self.items.push(((p.0, String::new(), p.2), 1));
+            }
+        }
+    }
+
+    pub fn append(&mut self, problems: &mut Vec<Problem>) {
+        for p in problems.drain(..) {
+            self.push(p);
+        }
+    }
+
+    /// Flags `frame` with each problem (`status_of(kind)`: the status, None for a note).
+    pub fn put_on(self, frame: &mut Frame, status_of: impl Fn(&str) -> Option<Status>) {
+        for ((kind, detail, offset), more) in self.items {
+            if more != 0 {
+                frame.note_more(kind, more, offset);
+                continue;
+            }
+            match status_of(&kind) {
+                Some(status) => frame.flag(status, kind, detail, offset),
+                None => frame.note(kind, detail, offset),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod pending_tests {
+    use super::*;
+
+    const KINDS: [&str; 4] = [
+        "malformed",
+        "bad_checksum",
+        "message_limit",
+        "trailing_bytes",
+    ];
+
+    fn status_of(kind: &str) -> Option<Status> {
+        match kind {
+            "malformed" => Some(Status::Malformed),
+            "bad_checksum" => Some(Status::BadChecksum),
+            _ => None,
+        }
+    }
+
+    fn rows(f: &Frame) -> Vec<(String, String, Option<u64>)> {
+        f.anomalies
+            .iter()
+            .map(|a| (a.kind.to_string(), a.detail.clone(), a.offset))
+            .collect()
+    }
+
+    /// Putting pending problems on a frame gives what flagging each at once gives (the
+    /// reference), whatever the frame held before, holding at most 65 entries of a kind.
+    #[test]
+    fn pending_anomalies_give_what_flagging_at_once_gives() {
+        let mut seed = 17u64;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        for _ in 0..300 {
+            let before = [0, 1, 5, 70][next(4) as usize];
+            let count = [0, 3, 64, 65, 66, 130, 400][next(7) as usize];
+            let spread = next(4) + 1;
+            let mut direct = Frame::new("x", "t", 0);
+            let mut pended = Frame::new("x", "t", 0);
+            for i in 0..before {
+                let (k, off) = (KINDS[next(4) as usize], next(1000));
+                for f in [&mut direct, &mut pended] {
+                    f.flag(Status::Malformed, k, format!("before {i}"), Some(off));
+                }
+            }
+            let mut pending = PendingAnomalies::default();
+            for i in 0..count {
+                let k = KINDS[next(spread) as usize];
+                let off = (next(2) == 0).then(|| next(1000));
+                match status_of(k) {
+                    Some(s) => direct.flag(s, k, format!("p {i}"), off),
+                    None => direct.note(k, format!("p {i}"), off),
+                }
+                pending.push((Cow::Borrowed(k), format!("p {i}"), off));
+            }
+            assert!(pending.items.len() <= 4 * 65);
+            pending.put_on(&mut pended, status_of);
+            assert_eq!(rows(&pended), rows(&direct));
+            assert_eq!(pended.status, direct.status);
+            for f in [&mut direct, &mut pended] {
+                f.note("malformed", "after", Some(1));
+            }
+            assert_eq!(rows(&pended), rows(&direct));
+        }
     }
 }
 

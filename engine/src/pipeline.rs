@@ -302,7 +302,9 @@ pub struct Capture {
     session_opts: Rc<SessionOptions>,
     observe_opts: Rc<SessionOptions>,
     pub detector: Detector,
-    conns: HashMap<u64, Conn>,
+    /// The connections not released yet (and those parked), by stream; boxed, as the
+    /// reassembler's (see `tcp::Reassembler::live`).
+    conns: HashMap<u64, Box<Conn>>,
     /// Closed connections no protocol was recognised on, waiting for their port to be learned.
     parked: Vec<(u64, Decision)>,
     /// Stream → first packet of each connection whose bytes detection holds.
@@ -412,6 +414,9 @@ impl Capture {
             let c = self.conn(stream);
             std::mem::swap(&mut c.client, &mut c.server);
             std::mem::swap(&mut c.client_port, &mut c.server_port);
+            // Zero until released; a released connection (parked, then its port learned) keeps
+            // its row here, and the reference's swap turns its byte counts too.
+            std::mem::swap(&mut c.bytes_client, &mut c.bytes_server);
             self.swaps.push(stream);
         }
         let owns = self.owns(Some(stream));
@@ -641,7 +646,7 @@ impl Capture {
         if let Some(Conn {
             user: User::Framer(f, observe),
             ..
-        }) = conns.get_mut(&stream)
+        }) = conns.get_mut(&stream).map(|c| &mut **c)
         {
             let out: &mut dyn Output = if *observe { &mut Discard } else { q };
             f.feed(out, role, data, packet, ts_us);
@@ -1066,17 +1071,25 @@ impl Dissection {
 
     fn tcp_event(&mut self, t: TcpEvent) {
         match t {
-            TcpEvent::Open { stream } => {
-                let c = self.engine.tcp.conn(stream);
+            TcpEvent::Open {
+                stream,
+                client,
+                client_port,
+                server,
+                server_port,
+                first_ts_us,
+            } => {
+                // From the event, not the reassembler: by now it may have dropped the connection
+                // (released later in the same batch).
                 let conn = Conn {
                     stream,
-                    client: Rc::from(c.client.to_string()),
-                    client_port: c.client_port,
-                    server: Rc::from(c.server.to_string()),
-                    server_port: c.server_port,
-                    first_ts_us: c.first_ts_us,
+                    client: Rc::from(client.to_string()),
+                    client_port,
+                    server: Rc::from(server.to_string()),
+                    server_port,
+                    first_ts_us,
                     saw_syn: false,
-                    last_ts_us: c.first_ts_us,
+                    last_ts_us: first_ts_us,
                     released: false,
                     last_packet: 0,
                     protocol: None,
@@ -1089,7 +1102,7 @@ impl Dissection {
                     retransmissions: 0,
                     state: "open",
                 };
-                self.cap.conns.insert(stream, conn);
+                self.cap.conns.insert(stream, Box::new(conn));
             }
             TcpEvent::Data {
                 stream,
@@ -1117,18 +1130,22 @@ impl Dissection {
             }
             TcpEvent::Touch { stream, ts_us } => self.cap.conn(stream).last_ts_us = ts_us,
             TcpEvent::SawSyn { stream } => self.cap.conn(stream).saw_syn = true,
-            TcpEvent::Release { stream } => {
-                let t = self.engine.tcp.conn(stream);
-                let (bc, bs) = t.bytes();
+            TcpEvent::Release { stream, row } => {
+                // The row was taken before the roles swapped in this batch, if they were.
+                let t = if self.flipped.contains(&stream) {
+                    row.swapped()
+                } else {
+                    row
+                };
                 let c = self.cap.conn(stream);
                 c.packets = t.packets;
-                c.bytes_client = bc;
-                c.bytes_server = bs;
+                c.bytes_client = t.bytes_client;
+                c.bytes_server = t.bytes_server;
                 c.gaps = t.gaps;
                 c.retransmissions = t.retransmissions;
                 c.first_ts_us = t.first_ts_us;
                 c.last_ts_us = t.last_ts_us;
-                c.state = t.state();
+                c.state = t.state;
                 c.last_packet = t.last_packet;
                 c.released = true;
                 self.cap.on_release(stream);

@@ -18,6 +18,10 @@
 //! | `TOUCH` 9 | `(9, stream, ts_us)` — a packet of a connection whose reassembly ended |
 //! | `SAW_SYN` 10 | `(10, stream)` — the connection's first SYN |
 //! | `RELEASE` 11 | `(11, stream, (packets, bytes_client, bytes_server, gaps, retransmissions, first_ts_us, last_ts_us), state, last_packet)` — the row is final |
+//!
+//! A released connection's state is dropped: its `RELEASE` tuple is the only place its counters
+//! are found, taken with the roles the reassembler had then (a `swap_roles` later in the same
+//! batch does not turn them; the consumer does, as it turns the batch's `DATA` roles).
 
 use std::io::{self, Read};
 
@@ -215,28 +219,6 @@ impl StreamReader {
     fn bytes_read(&self) -> u64 {
         self.engine.reader.bytes_read()
     }
-
-    /// Every connection, in stream order: (stream, packets, bytes_client, bytes_server, gaps,
-    /// retransmissions, first_ts_us, last_ts_us, state).
-    fn connections<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let list = PyList::empty(py);
-        for c in self.engine.tcp.connections() {
-            let (bc, bs) = c.bytes();
-            let t = (
-                c.stream,
-                c.packets,
-                bc,
-                bs,
-                c.gaps,
-                c.retransmissions,
-                c.first_ts_us,
-                c.last_ts_us,
-                c.state(),
-            );
-            list.append(t)?;
-        }
-        Ok(list)
-    }
 }
 
 impl StreamReader {
@@ -248,19 +230,23 @@ impl StreamReader {
                 caplen,
                 orig_len,
             } => (1u8, number, caplen, orig_len).into_pyobject(py)?,
-            Event::Tcp(TcpEvent::Open { stream }) => {
-                let c = self.engine.tcp.conn(stream);
-                (
-                    2u8,
-                    stream,
-                    c.client.to_string(),
-                    c.client_port,
-                    c.server.to_string(),
-                    c.server_port,
-                    c.first_ts_us,
-                )
-                    .into_pyobject(py)?
-            }
+            Event::Tcp(TcpEvent::Open {
+                stream,
+                client,
+                client_port,
+                server,
+                server_port,
+                first_ts_us,
+            }) => (
+                2u8,
+                stream,
+                client.to_string(),
+                client_port,
+                server.to_string(),
+                server_port,
+                first_ts_us,
+            )
+                .into_pyobject(py)?,
             Event::Tcp(TcpEvent::Data {
                 stream,
                 role,
@@ -290,19 +276,17 @@ impl StreamReader {
                 (9u8, stream, ts_us).into_pyobject(py)?
             }
             Event::Tcp(TcpEvent::SawSyn { stream }) => PyTuple::new(py, [10u64, stream])?,
-            Event::Tcp(TcpEvent::Release { stream }) => {
-                let c = self.engine.tcp.conn(stream);
-                let (bc, bs) = c.bytes();
+            Event::Tcp(TcpEvent::Release { stream, row: c }) => {
                 let counts = (
                     c.packets,
-                    bc,
-                    bs,
+                    c.bytes_client,
+                    c.bytes_server,
                     c.gaps,
                     c.retransmissions,
                     c.first_ts_us,
                     c.last_ts_us,
                 );
-                (11u8, stream, counts, c.state(), c.last_packet).into_pyobject(py)?
+                (11u8, stream, counts, c.state, c.last_packet).into_pyobject(py)?
             }
             Event::End => PyTuple::new(py, [7u8])?,
             Event::BadTimestamp { number, note } => (8u8, number, note).into_pyobject(py)?,

@@ -76,7 +76,7 @@ impl Replay {
             }
             if !complete && i == 0 {
                 let cut = data.len() as u64;
-                f.anomalies.push(
+                f.add(
                     Anomaly::new("truncated", format!("frame cut after {cut} bytes")).at(Some(cut)),
                 );
             }

@@ -41,8 +41,15 @@ fn delta(a: u32, b: u32) -> i64 {
 /// What the reassembler reports, in the order the reference's listener is called.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TcpEvent {
-    /// A new connection (its endpoints are in [`Reassembler::conn`]).
-    Open { stream: u64 },
+    /// A new connection, with its endpoints as first taken (client: the SYN's sender, else by port).
+    Open {
+        stream: u64,
+        client: Addr,
+        client_port: u16,
+        server: Addr,
+        server_port: u16,
+        first_ts_us: i64,
+    },
     /// In-order bytes of one direction.
     Data {
         stream: u64,
@@ -65,8 +72,9 @@ pub enum TcpEvent {
     Touch { stream: u64, ts_us: i64 },
     /// The connection's first SYN (detection may swap the roles only of one without).
     SawSyn { stream: u64 },
-    /// The connection's state was dropped: its row is final (see [`Reassembler::expire`]).
-    Release { stream: u64 },
+    /// The connection's state was dropped: `row` is final (see [`Reassembler::expire`]). The
+    /// event carries the row because nothing of the connection is kept to read it from later.
+    Release { stream: u64, row: ConnRow },
     /// Something the reader should know, at a packet.
     Anomaly {
         kind: &'static str,
@@ -135,7 +143,32 @@ struct Queued {
     ts_us: i64,
 }
 
-/// One TCP connection: endpoints, counters and reassembly state.
+/// What the connections table needs of reassembly, taken when a connection's state is dropped
+/// (its roles as the reassembler had them then).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnRow {
+    pub packets: u64,
+    /// Payload bytes delivered by the client, by the server.
+    pub bytes_client: u64,
+    pub bytes_server: u64,
+    pub gaps: u64,
+    pub retransmissions: u64,
+    pub first_ts_us: i64,
+    pub last_ts_us: i64,
+    pub last_packet: u64,
+    /// "reset", "closed", "midstream" or "open".
+    pub state: &'static str,
+}
+
+impl ConnRow {
+    /// The row with client and server exchanged (the roles were swapped after it was taken).
+    pub fn swapped(mut self) -> ConnRow {
+        std::mem::swap(&mut self.bytes_client, &mut self.bytes_server);
+        self
+    }
+}
+
+/// One TCP connection still tracked: endpoints, counters and reassembly state.
 #[derive(Debug)]
 pub struct Conn {
     pub stream: u64,
@@ -152,8 +185,6 @@ pub struct Conn {
     pub saw_syn: bool,
     pub reset: bool,
     pub finished: bool,
-    /// Dropped from the table; its row is final.
-    pub released: bool,
     halves: [Half; 2],
     hole: Option<usize>,
     hole_wait: i64,
@@ -177,6 +208,22 @@ impl Conn {
             "midstream"
         } else {
             "open"
+        }
+    }
+
+    /// The connection's row as it stands.
+    pub fn row(&self) -> ConnRow {
+        let (bytes_client, bytes_server) = self.bytes();
+        ConnRow {
+            packets: self.packets,
+            bytes_client,
+            bytes_server,
+            gaps: self.gaps,
+            retransmissions: self.retransmissions,
+            first_ts_us: self.first_ts_us,
+            last_ts_us: self.last_ts_us,
+            last_packet: self.last_packet,
+            state: self.state(),
         }
     }
 }
@@ -260,13 +307,23 @@ impl Default for Retention {
 }
 
 /// Feeds every TCP segment of a capture; reports in-order bytes, gaps and anomalies as events.
+///
+/// Only connections still tracked are held (at most `Retention::max_connections`): a released
+/// one leaves its row in its `Release` event and nothing of it stays, so memory is bounded by
+/// the retention limits, not by the number of connections a capture holds.
 pub struct Reassembler {
     max_out_of_order: usize,
     server_ports: Vec<u16>,
-    connections: HashMap<Key, usize>,
+    /// 4-tuple (client first) → stream of the connection tracked on it.
+    connections: HashMap<Key, u64>,
     /// The table's keys in insertion order (the reference's dict order, for eviction).
     table: Order,
-    all: Vec<Conn>,
+    /// The connections tracked, by stream. Boxed: the table's slots stay small (16 bytes, not
+    /// the 416 of a `Conn`), so that growing or rehashing it under a flood of short connections
+    /// moves and leaves behind little memory.
+    live: HashMap<u64, Box<Conn>>,
+    /// The stream number the next connection gets.
+    next_stream: u64,
     retention: Retention,
     /// Connections that never carried payload, least recently active first.
     quiet: Order,
@@ -289,7 +346,8 @@ impl Reassembler {
             server_ports,
             connections: HashMap::new(),
             table: Order::default(),
-            all: Vec::new(),
+            live: HashMap::new(),
+            next_stream: 0,
             retention: Retention::default(),
             quiet: Order::default(),
             closed: Order::default(),
@@ -305,34 +363,29 @@ impl Reassembler {
     }
 
     /// Flush the connection, drop its state, report its row final.
-    fn release(&mut self, ci: usize) {
-        if self.all[ci].released {
+    fn release(&mut self, stream: u64) {
+        let Some(mut conn) = self.live.remove(&stream) else {
+            // Released already; never left in an order, where expiry would wait on it forever.
+            self.quiet.remove(stream);
+            self.closed.remove(stream);
             return;
-        }
+        };
         let mut out = Out {
             events: &mut self.events,
             max_ooo: self.max_out_of_order,
         };
-        let conn = &mut self.all[ci];
-        finish_conn(conn, &mut out);
-        let stream = conn.stream;
-        if !conn.released {
-            self.closed.touch(stream); // as the reference's _finish files it, then drops it below
-        }
+        finish_conn(&mut conn, &mut out);
         let key = (conn.client, conn.client_port, conn.server, conn.server_port);
-        if self.connections.get(&key) == Some(&ci) {
+        if self.connections.get(&key) == Some(&stream) {
             self.connections.remove(&key);
             self.table.remove(stream);
         }
         self.quiet.remove(stream);
         self.closed.remove(stream);
-        conn.released = true;
-        for h in conn.halves.iter_mut() {
-            h.ooo = Vec::new();
-            h.recent = VecDeque::new();
-        }
-        conn.queued = Vec::new();
-        self.events.push(TcpEvent::Release { stream });
+        self.events.push(TcpEvent::Release {
+            stream,
+            row: conn.row(),
+        });
     }
 
     /// Too many connections tracked: release the least recently active finished one, else the
@@ -345,7 +398,7 @@ impl Reassembler {
             .or_else(|| self.table.first());
         if let Some(stream) = victim {
             self.evicted += 1;
-            self.release(stream as usize);
+            self.release(stream);
         }
     }
 
@@ -354,39 +407,39 @@ impl Reassembler {
         if !self.closed.is_empty() {
             let limit = now_us.saturating_sub(self.retention.closed_linger_us);
             while let Some(s) = self.closed.first() {
-                if self.all[s as usize].last_ts_us >= limit {
+                if self.live.get(&s).is_some_and(|c| c.last_ts_us >= limit) {
                     break;
                 }
-                self.release(s as usize);
+                self.release(s);
             }
         }
         if !self.quiet.is_empty() {
             let limit = now_us.saturating_sub(self.retention.half_open_us);
             while let Some(s) = self.quiet.first() {
-                if self.all[s as usize].last_ts_us >= limit {
+                if self.live.get(&s).is_some_and(|c| c.last_ts_us >= limit) {
                     break;
                 }
                 self.half_open_released += 1;
-                self.release(s as usize);
+                self.release(s);
             }
         }
     }
 
-    /// Every connection so far, in stream order.
-    pub fn connections(&self) -> &[Conn] {
-        &self.all
+    /// A connection still tracked, by stream number (None once released).
+    pub fn conn(&self, stream: u64) -> Option<&Conn> {
+        self.live.get(&stream).map(|c| &**c)
     }
 
-    /// One connection by stream number.
-    pub fn conn(&self, stream: u64) -> &Conn {
-        &self.all[stream as usize]
+    /// How many connections are tracked now.
+    pub fn tracked(&self) -> usize {
+        self.live.len()
     }
 
     fn is_server_port(&self, p: u16) -> bool {
         self.server_ports.binary_search(&p).is_ok()
     }
 
-    fn open(&mut self, seg: &Segment<'_>, ts_us: i64) -> usize {
+    fn open(&mut self, seg: &Segment<'_>, ts_us: i64) -> u64 {
         let client_is_src = if seg.flags & SYN != 0 {
             seg.flags & ACK == 0
         } else if self.is_server_port(seg.dport) && !self.is_server_port(seg.sport) {
@@ -401,8 +454,9 @@ impl Reassembler {
         } else {
             (seg.dst, seg.dport, seg.src, seg.sport)
         };
-        let stream = self.all.len() as u64;
-        self.all.push(Conn {
+        let stream = self.next_stream;
+        self.next_stream += 1;
+        let conn = Conn {
             stream,
             client,
             client_port,
@@ -417,19 +471,26 @@ impl Reassembler {
             saw_syn: false,
             reset: false,
             finished: false,
-            released: false,
             halves: [Half::default(), Half::default()],
             hole: None,
             hole_wait: 0,
             queued: Vec::new(),
             queued_bytes: 0,
-        });
+        };
+        self.live.insert(stream, Box::new(conn));
         self.connections
-            .insert((client, client_port, server, server_port), stream as usize);
+            .insert((client, client_port, server, server_port), stream);
         self.table.touch(stream);
         self.quiet.touch(stream);
-        self.events.push(TcpEvent::Open { stream });
-        stream as usize
+        self.events.push(TcpEvent::Open {
+            stream,
+            client,
+            client_port,
+            server,
+            server_port,
+            first_ts_us: ts_us,
+        });
+        stream
     }
 
     /// A bare SYN on a known 4-tuple is a new connection unless it retransmits the first SYN.
@@ -450,7 +511,8 @@ impl Reassembler {
             && half.delivered > 0
     }
 
-    fn lookup(&mut self, seg: &Segment<'_>, ts_us: i64) -> (usize, usize) {
+    /// The connection the segment belongs to (opened when there is none) and the sender's role.
+    fn lookup(&mut self, seg: &Segment<'_>, ts_us: i64) -> (u64, usize) {
         let mut found = self
             .connections
             .get(&(seg.src, seg.sport, seg.dst, seg.dport))
@@ -460,7 +522,10 @@ impl Reassembler {
             })
             .copied();
         if let Some(ci) = found {
-            if seg.flags & SYN != 0 && seg.flags & ACK == 0 && Self::reopens(&self.all[ci], seg) {
+            if seg.flags & SYN != 0
+                && seg.flags & ACK == 0
+                && self.live.get(&ci).is_some_and(|c| Self::reopens(c, seg))
+            {
                 self.release(ci);
                 found = None;
             }
@@ -474,7 +539,7 @@ impl Reassembler {
                 self.open(seg, ts_us)
             }
         };
-        let conn = &self.all[ci];
+        let conn = &self.live[&ci];
         let role = if seg.src == conn.client && seg.sport == conn.client_port {
             CLIENT
         } else {
@@ -486,11 +551,11 @@ impl Reassembler {
     /// Make the side taken for the server the client (detection found the other side sends the
     /// requests), as `TcpReassembler.swap_roles` does: the table stays keyed by (client, server).
     pub fn swap_roles(&mut self, stream: u64) {
-        let Some(conn) = self.all.get_mut(stream as usize) else {
-            return;
+        let Some(conn) = self.live.get_mut(&stream) else {
+            return; // released: its row was taken with the roles it had (see `ConnRow::swapped`)
         };
         let key = (conn.client, conn.client_port, conn.server, conn.server_port);
-        let mine = self.connections.get(&key) == Some(&(stream as usize));
+        let mine = self.connections.get(&key) == Some(&stream);
         if mine {
             self.connections.remove(&key);
         }
@@ -504,7 +569,7 @@ impl Reassembler {
         if mine {
             self.connections.insert(
                 (conn.client, conn.client_port, conn.server, conn.server_port),
-                stream as usize,
+                stream,
             );
             self.table.touch(stream); // re-keyed: the reference's dict puts it last
         }
@@ -512,9 +577,9 @@ impl Reassembler {
 
     /// One captured TCP segment.
     pub fn segment(&mut self, seg: &Segment<'_>, packet: u64, ts_us: i64) {
-        let (ci, role) = self.lookup(seg, ts_us);
-        let stream = ci as u64;
-        if self.all[ci].finished {
+        let (stream, role) = self.lookup(seg, ts_us);
+        let conn = self.live.get_mut(&stream).expect("looked up: tracked");
+        if conn.finished {
             if self.closed.contains(stream) {
                 self.closed.touch(stream);
             }
@@ -525,13 +590,13 @@ impl Reassembler {
                 self.quiet.touch(stream);
             }
         }
-        let was_finished = self.all[ci].finished;
+        let was_finished = conn.finished;
         let mut out = Out {
             events: &mut self.events,
             max_ooo: self.max_out_of_order,
         };
-        segment_conn(&mut self.all[ci], role, seg, packet, ts_us, &mut out);
-        if !was_finished && self.all[ci].finished && !self.all[ci].released {
+        segment_conn(conn, role, seg, packet, ts_us, &mut out);
+        if !was_finished && conn.finished {
             self.quiet.remove(stream);
             self.closed.touch(stream);
         }
@@ -539,10 +604,10 @@ impl Reassembler {
 
     /// End of capture: flush every connection still open and release them all, in stream order.
     pub fn finish(&mut self) {
-        let mut open: Vec<usize> = self.connections.values().copied().collect();
+        let mut open: Vec<u64> = self.connections.values().copied().collect();
         open.sort_unstable();
-        for ci in open {
-            self.release(ci);
+        for stream in open {
+            self.release(stream);
         }
     }
 }
@@ -1123,6 +1188,30 @@ mod tests {
             .collect()
     }
 
+    /// The rows the Release events carry, by stream.
+    fn rows(evs: &[TcpEvent]) -> Vec<(u64, ConnRow)> {
+        evs.iter()
+            .filter_map(|e| match e {
+                TcpEvent::Release { stream, row } => Some((*stream, row.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// (client port, server port) of each connection opened.
+    fn opened(evs: &[TcpEvent]) -> Vec<(u16, u16)> {
+        evs.iter()
+            .filter_map(|e| match e {
+                TcpEvent::Open {
+                    client_port,
+                    server_port,
+                    ..
+                } => Some((*client_port, *server_port)),
+                _ => None,
+            })
+            .collect()
+    }
+
     fn kinds(evs: &[TcpEvent]) -> Vec<&'static str> {
         evs.iter()
             .filter_map(|e| {
@@ -1145,17 +1234,24 @@ mod tests {
         let (evs, r) = run(&s);
         assert_eq!(data_of(&evs, CLIENT), vec![(b"hello".to_vec(), 4)]);
         assert_eq!(data_of(&evs, SERVER), vec![(b"world".to_vec(), 5)]);
-        let c = r.conn(0);
+        assert_eq!(opened(&evs), vec![(40000, 9092)]);
+        let rows = rows(&evs);
+        assert_eq!(rows.len(), 1);
+        let (stream, c) = &rows[0];
         assert_eq!(
             (
-                c.client_port,
-                c.server_port,
-                c.state(),
+                *stream,
+                c.state,
                 c.packets,
-                c.bytes()
+                c.bytes_client,
+                c.bytes_server,
+                c.first_ts_us,
+                c.last_ts_us,
+                c.last_packet
             ),
-            (40000, 9092, "closed", 7, (5, 5))
+            (0, "closed", 7, 5, 5, 1000, 7000, 7)
         );
+        assert!(r.conn(0).is_none() && r.tracked() == 0); // released at the end: nothing kept
         assert_eq!(
             evs.iter()
                 .filter(|e| matches!(e, TcpEvent::Close { .. }))
@@ -1200,7 +1296,7 @@ mod tests {
         s.push(seg(true, 1001, 5001, ACK, b"abcd")); // exact copy
         s.push(seg(true, 1003, 5001, ACK, b"cdef")); // 2 old bytes, 2 new
         s.push(seg(true, 1001, 5001, ACK, b"XY")); // differs from the first copy
-        let (evs, r) = run(&s);
+        let (evs, _) = run(&s);
         assert_eq!(
             data_of(&evs, CLIENT),
             vec![(b"abcd".to_vec(), 4), (b"ef".to_vec(), 6)]
@@ -1223,7 +1319,7 @@ mod tests {
                 "retransmitted client bytes differ from the first copy at stream offset 0; first copy kept".to_string(),
             ]
         );
-        assert_eq!(r.conn(0).retransmissions, 3);
+        assert_eq!(rows(&evs)[0].1.retransmissions, 3);
     }
 
     #[test]
@@ -1234,14 +1330,14 @@ mod tests {
         for _ in 0..8 {
             s.push(seg(false, 5001, 1016, ACK, b""));
         }
-        let (evs, r) = run(&s);
+        let (evs, _) = run(&s);
         let gap = evs.iter().find_map(|e| match e {
             TcpEvent::Gap { size, packet, .. } => Some((*size, *packet)),
             _ => None,
         });
         assert_eq!(gap, Some((10, 4)));
         assert_eq!(data_of(&evs, CLIENT), vec![(b"later".to_vec(), 4)]);
-        assert_eq!(r.conn(0).gaps, 1);
+        assert_eq!(rows(&evs)[0].1.gaps, 1);
     }
 
     #[test]
@@ -1249,24 +1345,55 @@ mod tests {
         let mut s = handshake();
         s.push(seg(true, 1001, 5001, RST, b""));
         s.push(seg(true, 9000, 0, SYN, b"")); // same 4-tuple after a reset: a new stream
-        let (evs, r) = run(&s);
-        assert_eq!(r.connections().len(), 2);
-        assert_eq!((r.conn(0).state(), r.conn(1).state()), ("reset", "open"));
-        assert_eq!(
-            evs.iter()
-                .filter(|e| matches!(e, TcpEvent::Open { .. }))
-                .count(),
-            2
-        );
+        let (evs, _) = run(&s);
+        let states: Vec<(u64, &str)> = rows(&evs).iter().map(|(s, r)| (*s, r.state)).collect();
+        assert_eq!(states, vec![(0, "reset"), (1, "open")]);
+        assert_eq!(opened(&evs).len(), 2);
         // Without a SYN the server port decides which side is the client.
-        let (_, r) = run(&[seg(false, 7, 9, ACK, b"x")]);
-        assert_eq!(
-            (
-                r.conn(0).client_port,
-                r.conn(0).server_port,
-                r.conn(0).state()
-            ),
-            (40000, 9092, "midstream")
-        );
+        let (evs, _) = run(&[seg(false, 7, 9, ACK, b"x")]);
+        assert_eq!(opened(&evs), vec![(40000, 9092)]);
+        assert_eq!(rows(&evs)[0].1.state, "midstream");
+    }
+
+    #[test]
+    fn released_connections_leave_their_rows_and_nothing_else() {
+        // A SYN flood of 1000 distinct client ports with room for 10: each connection is
+        // released (its row in the Release event) and dropped, so at most 10 are ever held.
+        let mut r = Reassembler::new(1 << 20, vec![9092]);
+        r.set_retention(Retention {
+            max_connections: 10,
+            ..Retention::default()
+        });
+        let mut most = 0;
+        for i in 0..1000u16 {
+            let mut s = seg(true, 1000, 0, SYN, b"");
+            s.sport = 20000 + i;
+            r.segment(&s, i as u64 + 1, (i as i64 + 1) * 1000);
+            most = most.max(r.tracked());
+        }
+        r.finish();
+        assert_eq!((most, r.tracked(), r.evicted), (10, 0, 990));
+        let evs = std::mem::take(&mut r.events);
+        let rows = rows(&evs);
+        let streams: Vec<u64> = rows.iter().map(|(s, _)| *s).collect();
+        assert_eq!(streams, (0..1000).collect::<Vec<u64>>());
+        for (s, row) in &rows {
+            let t = (*s as i64 + 1) * 1000;
+            assert_eq!(
+                (
+                    row.state,
+                    row.packets,
+                    row.first_ts_us,
+                    row.last_ts_us,
+                    row.last_packet
+                ),
+                ("open", 1, t, t, s + 1)
+            );
+        }
+        // A later packet of a released connection starts a new stream (as the anomaly says).
+        let mut s = seg(true, 1001, 0, ACK, b"x");
+        s.sport = 20000;
+        r.segment(&s, 1001, 2_000_000);
+        assert!(matches!(r.events[0], TcpEvent::Open { stream: 1000, .. }));
     }
 }

@@ -148,6 +148,11 @@ ENGINE_KINDS: tuple[AnomalyKind, ...] = (
         "a frame carried more messages than wiredump keeps as rows: the rest were read and checked, not kept",
     ),
     AnomalyKind(
+        "batch_limit",
+        WARNING,
+        "a frame carried more batches of messages than wiredump lists in its fields: the rest were read, checked and counted",
+    ),
+    AnomalyKind(
         "anomaly_limit",
         WARNING,
         "a frame had more anomalies of one kind than wiredump lists per frame (64): the rest are counted here",

@@ -283,7 +283,7 @@ class ConnectionFramer:
             f = Frame(protocol=self.spec.name, type="?", type_code=-1)
             f.status = UNDECODABLE_STATUS
             f.summary = f"not decoded: internal error ({type(e).__name__})"
-            f.anomalies.append(
+            f.add(
                 internal.internal_error(
                     e, "decode", self.spec.name, f"the {d.role} frame at stream offset {start}", 0
                 )
@@ -299,7 +299,7 @@ class ConnectionFramer:
             if not complete and f.status == OK:
                 f.status = TRUNCATED
             if not complete and i == 0:
-                f.anomalies.append(Anomaly("truncated", f"frame cut after {len(data)} bytes", len(data)))
+                f.add(Anomaly("truncated", f"frame cut after {len(data)} bytes", len(data)))
             if self.keep_bytes and f.data is None:
                 f.data = data
             self._emit(f)

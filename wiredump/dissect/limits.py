@@ -15,6 +15,10 @@ MESSAGE_LIMIT = "message_limit"
 Not the frame's fault: its status is what the decode of every message says (the messages past
 the cap are still read and checked where the protocol allows, only not kept as rows)."""
 
+BATCH_LIMIT = "batch_limit"
+"""Anomaly kind: a frame carried more batches of messages than `Limits.max_batches` (not the
+frame's fault either: its status stays what its decode says)."""
+
 
 @dataclass(slots=True)
 class Limits:
@@ -35,6 +39,19 @@ class Limits:
     ratio cap can hold millions of empty records (a 26 KB Kafka gzip batch: 2.4M); each row is a
     few hundred bytes of Python, so past this the rest are read, checked and counted, not kept
     (a `message_limit` anomaly). The frame's status does not change."""
+    max_batches: int = 10_000
+    """Batches of messages one frame lists in its fields (the bundles of a TANK Produce or of
+    the chunks of a Consume response). A batch costs its fields whatever it holds, and hostile
+    bytes can make one of two bytes (a chunk of `01 04` pairs: a million malformed one-byte
+    bundles in 2 MiB), so past this the rest are still read, checked (their problems reported)
+    and their messages counted, but not listed (a `batch_limit` anomaly). A well-formed batch
+    holds at least one message, so a frame within `max_messages` is within this too."""
+    max_command_bytes: int = 2 * MiB
+    """Bytes of a frame's structured command (Pulsar's protobuf BaseCommand, its payload apart)
+    that are parsed. A repeated field of 6-byte entries makes 20M objects of a 120 MB command
+    (9.6 GB in either engine); real commands are a few KB (an ACK of 1,000 ids: ~20 KB; a
+    namespace's topic list of 2 MiB is ~40,000 names). Past it the frame is named and sized, its
+    command not decoded (`command_limit`); the status stays ok."""
     max_connections: int = 16_384
     """Connections whose state the reassembler keeps at once (closed ones waiting for their
     last packets, half-open ones waiting for data). Past this the oldest is released: its
@@ -64,6 +81,17 @@ class Limits:
             MESSAGE_LIMIT,
             f"{total} messages in the frame; the first {kept} are kept as rows, "
             f"{total - kept} more were read and counted only (limit {self.max_messages} per frame)",
+        )
+
+    def over_batches(self, listed: int, total: int) -> tuple[str, str] | None:
+        """The `batch_limit` anomaly (kind, detail) for a frame that carried `total` batches of
+        which `listed` are listed in its fields, or None when none were left out."""
+        if total <= listed:
+            return None
+        return (
+            BATCH_LIMIT,
+            f"{total} batches in the frame; the first {listed} are listed in its fields, "
+            f"{total - listed} more were read and counted only (limit {self.max_batches} per frame)",
         )
 
     def allowance(self, compressed_size: int) -> int:

@@ -8,6 +8,7 @@ concept lets every sink (timeline, Parquet, check) read the same thing.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -166,16 +167,35 @@ class Frame:
     def note(self, kind: str, detail: str, offset: int | None = None) -> None:
         """Record an anomaly that does not change the frame's status (our own limits: a frame
         is not malformed because it exceeds them), under the same per-kind cap as `flag`."""
+        self.add(Anomaly(kind, detail, offset))
+
+    def add(self, anomaly: Anomaly) -> None:
+        """Record an anomaly built elsewhere (an `internal_error` carries its protocol) under the
+        per-kind cap of `flag`; every anomaly a frame carries goes through here, so no decoder can
+        make a frame hold more than `MAX_ANOMALIES_PER_KIND` of a kind."""
+        entry = self._count(anomaly.kind, 1)
+        if entry[0] <= MAX_ANOMALIES_PER_KIND:
+            self.anomalies.append(anomaly)
+            return
+        self._over(anomaly.kind, entry, anomaly.offset)
+
+    def note_more(self, kind: str, count: int, offset: int | None) -> None:
+        """`count` more anomalies of `kind` whose details were never kept (`PendingAnomalies`
+        dropped them past the cap): counted as `note` would count them. Only for a kind the frame
+        already lists `MAX_ANOMALIES_PER_KIND` of; `offset` is the first one's."""
+        self._over(kind, self._count(kind, count), offset)
+
+    def _count(self, kind: str, count: int) -> list[Any]:
         seen = self.flagged
         if seen is None:
             seen = self.flagged = {}
         entry = seen.get(kind)
         if entry is None:
             entry = seen[kind] = [0, None]
-        entry[0] += 1
-        if entry[0] <= MAX_ANOMALIES_PER_KIND:
-            self.anomalies.append(Anomaly(kind, detail, offset))
-            return
+        entry[0] += count
+        return entry
+
+    def _over(self, kind: str, entry: list[Any], offset: int | None) -> None:
         text = (
             f"{entry[0] - MAX_ANOMALIES_PER_KIND} more {kind} anomalies in this frame "
             f"past the first {MAX_ANOMALIES_PER_KIND} (counted, not listed)"
@@ -185,6 +205,56 @@ class Frame:
             self.anomalies.append(entry[1])
         else:
             entry[1].detail = text
+
+
+class PendingAnomalies:
+    """Anomalies a decoder finds before it puts them on their frame (TANK reports a frame's
+    problems after its own), bounded as `Frame.add` bounds them: the first
+    `MAX_ANOMALIES_PER_KIND` of a kind with their details, the rest only counted, in one entry
+    where the first of them was found. `put_on` then gives the frame exactly what calling
+    `flag`/`note` at once would have, in the same order, without holding one tuple per problem
+    (a Consume chunk of tiny bundles has one per two bytes)."""
+
+    __slots__ = ("items", "_seen")
+
+    def __init__(self) -> None:
+        self.items: list[list[Any]] = []
+        """[kind, detail, offset] per listed problem; [kind, None, offset, count] for the ones
+        past the cap."""
+        self._seen: dict[str, list[Any]] = {}
+
+    def append(self, problem: tuple[str, str, int | None]) -> None:
+        kind = problem[0]
+        entry = self._seen.get(kind)
+        if entry is None:
+            entry = self._seen[kind] = [0, None]
+        entry[0] += 1
+        if entry[0] <= MAX_ANOMALIES_PER_KIND:
+            self.items.append([kind, problem[1], problem[2]])
+            return
+        if entry[1] is None:
+            entry[1] = [kind, None, problem[2], 0]
+            self.items.append(entry[1])
+        entry[1][3] += 1
+
+    def extend(self, problems: Iterable[tuple[str, str, int | None]]) -> None:
+        for p in problems:
+            self.append(p)
+
+    def put_on(self, frame: Frame, status_of: Callable[[str], str | None]) -> None:
+        """Flag `frame` with each problem (`status_of(kind)`: the status, None for a `note`)."""
+        for item in self.items:
+            kind, detail, offset = item[0], item[1], item[2]
+            if detail is None:
+                frame.note_more(kind, item[3], offset)
+                continue
+            status = status_of(kind)
+            if status is None:
+                frame.note(kind, detail, offset)
+            else:
+                frame.flag(status, kind, detail, offset)
+        self.items = []
+        self._seen = {}
 
 
 @dataclass(slots=True)

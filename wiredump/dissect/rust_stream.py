@@ -71,12 +71,15 @@ class RustConnection:
         self.state = "open"
 
     def swap_roles(self) -> None:
+        """As `tcp.Connection.swap_roles`: the byte counts turn too (they are set once released,
+        and a parked connection may be swapped after that, when its port is learned)."""
         self.client, self.client_port, self.server, self.server_port = (
             self.server,
             self.server_port,
             self.client,
             self.client_port,
         )
+        self.c2s, self.s2c = self.s2c, self.c2s
 
 
 class _Roles:
@@ -161,9 +164,6 @@ class RustCapture:
     def format(self) -> str:
         return self._reader.format
 
-    def connections(self) -> list[tuple]:
-        return self._reader.connections()
-
     def close(self) -> None:
         """Nothing to release before iteration ends (the file closes with the reader)."""
 
@@ -238,6 +238,8 @@ def dissect_native(reader: RustCapture, options: Options) -> Iterator[Event]:
             elif code == RELEASE:
                 c = conns[ev[1]]
                 (c.packets, c.c2s.bytes, c.s2c.bytes, c.gaps, c.retransmissions, c.first_ts_us, last) = ev[2]
+                if ev[1] in flipped:  # counted before the roles swapped in this batch
+                    c.c2s.bytes, c.s2c.bytes = c.s2c.bytes, c.c2s.bytes
                 c.last_ts_us, c.state, c.last_packet, c.released = last, ev[3], ev[4], True
                 cap.on_release(c)
                 del conns[ev[1]]

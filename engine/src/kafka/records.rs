@@ -15,6 +15,7 @@ use std::borrow::Cow;
 use super::body::{decode_body, Field};
 use super::codecs::{self, Limits};
 use super::schema::DATA_PLANS;
+use crate::model::MAX_ANOMALIES_PER_KIND;
 
 const V2_OVERHEAD: i64 = 61;
 const LEGACY_MIN: i64 = 14;
@@ -37,6 +38,10 @@ pub struct Problem {
     pub kind: &'static str,
     pub detail: String,
     pub offset: Option<i128>,
+    /// 0 for a problem; else this entry stands for `more` problems of its kind past the frame's
+    /// per-kind cap ([`MAX_ANOMALIES_PER_KIND`]), `offset` the first one's, their details not
+    /// kept (a record set of a million bad batches holds 64 problems of a kind and one of these).
+    pub more: u64,
 }
 
 /// Producer state of the v2 batch a record came from.
@@ -185,6 +190,8 @@ pub struct RecordSet<'a> {
     /// Records read past the frame's cap (`Limits::max_messages`): counted, not kept as
     /// messages (the frame's `messages_counted`, as the reference's `_counted_only`).
     pub counted: u64,
+    /// Entries read past the frame's `Limits::max_batches`: checked, not in `entries`.
+    pub unlisted: u64,
 }
 
 struct Ctx<'l, 'a> {
@@ -201,6 +208,10 @@ struct Ctx<'l, 'a> {
     prior_controls: i64,
     /// Records read past the frame's cap (see `RecordSet::counted`).
     counted: u64,
+    /// Batches and legacy messages the frame read before this record set (`Limits::max_batches`).
+    prior_entries: i64,
+    /// Per problem kind: problems found, and the index in `problems` of its entry past the cap.
+    kinds: Vec<(&'static str, u64, Option<usize>)>,
 }
 
 impl Ctx<'_, '_> {
@@ -242,12 +253,58 @@ impl Ctx<'_, '_> {
         detail: String,
         at: Option<i128>,
     ) {
-        self.problems.push(Problem {
+        self.push_problem(Problem {
             status,
             kind,
             detail,
             offset: at.map(|o| o + self.base),
+            more: 0,
         });
+    }
+
+    /// Keeps the first [`MAX_ANOMALIES_PER_KIND`] problems of a kind; counts the rest in one
+    /// entry where the first of them was found (the frame would count them so: see
+    /// `model::PendingAnomalies`, whose rule this is).
+    fn push_problem(&mut self, p: Problem) {
+        let i = match self.kinds.iter().position(|k| k.0 == p.kind) {
+            Some(i) => i,
+            None => {
+                self.kinds.push((p.kind, 0, None));
+                self.kinds.len() - 1
+            }
+        };
+        let n = p.more.max(1);
+        let entry = &mut self.kinds[i];
+        if p.more == 0 && entry.1 < MAX_ANOMALIES_PER_KIND {
+            entry.1 += 1;
+            self.problems.push(p);
+            return;
+        }
+        entry.1 += n;
+        match entry.2 {
+            Some(at) => self.problems[at].more += n,
+            None => {
+                entry.2 = Some(self.problems.len());
+                self.problems.push(Problem {
+                    detail: String::new(),
+                    more: n,
+                    ..p
+                });
+            }
+        }
+    }
+
+    /// Batches and legacy messages the frame has read so far (the reference's
+    /// `_entries_so_far`).
+    fn entries_so_far(&self) -> i64 {
+        let here: u64 = self
+            .stats
+            .counts
+            .iter()
+            .filter(|(k, _)| *k == "batches" || *k == "messages")
+            .map(|e| e.1)
+            .sum();
+        self.prior_entries + here as i64
     }
 
     fn malformed(&mut self, detail: String, at: i128) {
@@ -328,6 +385,21 @@ pub fn decode_record_set_after<'a>(
     prior_records: u64,
     prior_controls: u64,
 ) -> RecordSet<'a> {
+    decode_record_set_listing(data, partial_ok, limits, prior_records, prior_controls, 0)
+}
+
+/// [`decode_record_set_after`] when the frame's earlier record sets also read `prior_entries`
+/// batches and legacy messages: a frame lists at most `Limits::max_batches` of them in its
+/// fields (an empty batch is 61 bytes: a 100 MiB set holds 1.7M); the rest are read, checked
+/// and counted (`unlisted`, a `batch_limit` note).
+pub fn decode_record_set_listing<'a>(
+    data: &'a [u8],
+    partial_ok: bool,
+    limits: &mut Limits,
+    prior_records: u64,
+    prior_controls: u64,
+    prior_entries: u64,
+) -> RecordSet<'a> {
     let mut cx = Ctx {
         limits,
         partial_ok,
@@ -338,7 +410,10 @@ pub fn decode_record_set_after<'a>(
         prior_records: prior_records as i64,
         prior_controls: prior_controls as i64,
         counted: 0,
+        prior_entries: prior_entries as i64,
+        kinds: Vec::new(),
     };
+    let mut first_unlisted = 0usize;
     let n = data.len();
     let mut out = RecordSet {
         size: n,
@@ -384,6 +459,7 @@ pub fn decode_record_set_after<'a>(
             );
             break;
         }
+        let listed = cx.entries_so_far() < cx.limits.max_batches as i64;
         let e = if magic == 2 {
             Entry::V2(batch_v2(data, pos, end, base_offset, &mut cx))
         } else if magic < 2 {
@@ -397,8 +473,25 @@ pub fn decode_record_set_after<'a>(
             Entry::V2(b) => b.record_count,
             Entry::Legacy(m) => m.record_count,
         };
-        out.entries.push(e);
+        if listed {
+            out.entries.push(e);
+        } else {
+            if out.unlisted == 0 {
+                first_unlisted = pos;
+            }
+            out.unlisted += 1;
+        }
         pos = end;
+    }
+    if out.unlisted != 0 {
+        let detail = format!(
+            "{} of the record set's {} batches are past the frame's {}th: read and checked, not \
+             listed",
+            out.unlisted,
+            out.entries.len() as u64 + out.unlisted,
+            cx.limits.max_batches
+        );
+        cx.problem(None, "batch_limit", detail, Some(first_unlisted as i128));
     }
     out.record_count = records;
     out.problems = cx.problems;
@@ -1038,6 +1131,8 @@ fn legacy_inner<'a>(
         prior_records: cx.prior_records,
         prior_controls: cx.prior_controls,
         counted: 0,
+        prior_entries: 0,
+        kinds: Vec::new(),
     };
     let mut msgs: Vec<Message<'_>> = Vec::new();
     let e = legacy(
@@ -1052,7 +1147,9 @@ fn legacy_inner<'a>(
     );
     let (problems, stats) = (tmp_cx.problems, tmp_cx.stats);
     cx.counted += tmp_cx.counted;
-    cx.problems.extend(problems);
+    for p in problems {
+        cx.push_problem(p);
+    }
     for (k, v) in stats.counts {
         cx.stats.add(k, v);
     }

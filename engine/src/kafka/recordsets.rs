@@ -105,12 +105,13 @@ pub fn read_into(
         let partition = l.partition;
         let first = f.messages.len();
         // The frame's caps span its record sets: records kept and control dicts kept so far.
-        let rs = records::decode_record_set_after(
+        let rs = records::decode_record_set_listing(
             bytes,
             hook.partial_ok,
             limits,
             stats.records(),
             stats.count("control_records"),
+            stats.count("batches") + stats.count("messages"),
         );
         let place = match &topic {
             Some(t) => format!("{t}[{}]", py_opt(partition)),
@@ -118,12 +119,14 @@ pub fn read_into(
         };
         for p in &rs.problems {
             let at = p.offset.map(|o| (o + l.start as i128).max(0) as u64);
+            if p.more != 0 {
+                f.note_more(Cow::Borrowed(p.kind), p.more, at);
+                continue;
+            }
             let detail = format!("{place}: {}", p.detail);
             match p.status {
                 Some(s) => f.flag(status_of(s), p.kind, detail, at),
-                None => f
-                    .anomalies
-                    .push(crate::model::Anomaly::new(p.kind, detail).at(at)),
+                None => f.add(crate::model::Anomaly::new(p.kind, detail).at(at)),
             }
         }
         for (k, n) in &rs.stats.counts {
@@ -232,6 +235,9 @@ fn set_value(rs: &RecordSet<'_>) -> Value {
     }
     if let Some(n) = rs.undecoded_bytes {
         out.set("undecoded_bytes", Value::Int(n as i64));
+    }
+    if rs.unlisted != 0 {
+        out.set("batches_not_listed", Value::Int(rs.unlisted as i64));
     }
     out.set("record_count", Value::Int(rs.record_count));
     Value::Map(out)

@@ -461,7 +461,7 @@ impl KafkaSession {
         f.summary = format!("TLS {name} record, {n} bytes (encrypted connection)");
         if !self.tls_reported {
             self.tls_reported = true;
-            f.anomalies.push(Anomaly::new(
+            f.add(Anomaly::new(
                 "undecodable",
                 "TLS on a Kafka port: the connection is encrypted, not decoded",
             ));
@@ -797,7 +797,7 @@ impl KafkaSession {
         }
         let len = data.len();
         if d.end != len && !response && f.type_code == 18 && f.version.unwrap_or(0) <= 2 {
-            f.anomalies.push(
+            f.add(
                 Anomaly::new(
                     "trailing_bytes",
                     format!(
@@ -922,7 +922,7 @@ impl KafkaSession {
                 let r = req.borrow();
                 (r.type_.clone(), r.version, r.packet)
             };
-            fref.borrow_mut().anomalies.push(Anomaly::new(
+            fref.borrow_mut().add(Anomaly::new(
                 "unexpected_response",
                 format!(
                     "the broker answered {rt} v{} (correlation id {corr}, packet {rp}) although \
@@ -1065,7 +1065,7 @@ impl KafkaSession {
             );
             head.set("header_version", Value::Int(0));
             f.fields.set("header", Value::Map(head));
-            f.anomalies.push(
+            f.add(
                 Anomaly::new(
                     "header_version",
                     format!(
@@ -1169,7 +1169,7 @@ impl KafkaSession {
         f.fields.set("no_request", Value::Bool(true));
         let Some(&(key, v)) = fits.first() else {
             f.status = Status::UnknownType;
-            f.anomalies.push(Anomaly::new(
+            f.add(Anomaly::new(
                 "unknown_type",
                 "response without a captured request; no API layout fits",
             ));

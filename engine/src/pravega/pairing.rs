@@ -196,7 +196,7 @@ impl Pairing {
                 if let Some(req) = req {
                     if !expected {
                         let t = req.borrow().type_.clone();
-                        f.borrow_mut().anomalies.push(Anomaly::new(
+                        f.borrow_mut().add(Anomaly::new(
                             "unexpected_reply",
                             format!("{name} is not a reply {t} expects (request id {rid})"),
                         ));

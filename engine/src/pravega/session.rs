@@ -215,7 +215,7 @@ impl PravegaSession {
                 Value::Int(left as i64),
                 Some(Span::new(c.pos, c.end)),
             );
-            f.anomalies.push(
+            f.add(
                 Anomaly::new(
                     "trailing_bytes",
                     format!("{left} bytes after the last known field of {}", cmd.name),
@@ -262,7 +262,7 @@ impl PravegaSession {
     fn interpret(&mut self, ctx: &mut ConnCtx, fr: &FrameRef, cmd: &Command, role: Role, ok: bool) {
         let name = cmd.name;
         if cmd.direction == Dir::Inner {
-            fr.borrow_mut().anomalies.push(Anomaly::new(
+            fr.borrow_mut().add(Anomaly::new(
                 "unexpected_command",
                 format!("{name} outside an APPEND_BLOCK (it only belongs inside one)"),
             ));
@@ -299,7 +299,7 @@ impl PravegaSession {
                     {
                         let mut f = fr.borrow_mut();
                         for p in problems {
-                            f.anomalies.push(Anomaly::new("append_block", p));
+                            f.add(Anomaly::new("append_block", p));
                         }
                     }
                     self.pairs.no_reply(&mut ctx.correlator, fr);
@@ -419,7 +419,7 @@ impl PravegaSession {
                 continue;
             }
             self.blocks.drop_block(&w);
-            f.anomalies.push(Anomaly::new(
+            f.add(Anomaly::new(
                 "append_block",
                 format!("the APPEND_BLOCK of writer {w} is followed by {name}, not its end"),
             ));
@@ -438,7 +438,7 @@ impl PravegaSession {
             self.blocks.end_block(&writer, sow, end_data)
         };
         for p in assembled.problems {
-            f.anomalies.push(Anomaly::new("append_block", p));
+            f.add(Anomaly::new("append_block", p));
         }
         if assembled.from_block > 0 {
             f.fields
@@ -453,7 +453,7 @@ impl PravegaSession {
         let num = int(&f.fields, "num_events").unwrap_or(0);
         let last = int(&f.fields, "last_event_number").unwrap_or(0);
         if num <= 0 {
-            f.anomalies.push(Anomaly::new(
+            f.add(Anomaly::new(
                 "append_block",
                 format!("numEvents is {num}, must be > 0"),
             ));
@@ -487,7 +487,7 @@ impl PravegaSession {
         f.fields.set("events", Value::Int(recs.count as i64));
         if let Some(num) = num_events {
             if num != recs.count as i64 {
-                f.anomalies.push(Anomaly::new(
+                f.add(Anomaly::new(
                     "event_count_mismatch",
                     format!("numEvents says {num}, the data holds {}", recs.count),
                 ));
@@ -511,7 +511,7 @@ impl PravegaSession {
     fn over(&self, f: &mut Frame, recs: &Records, limits: &Limits) {
         let (kept, total) = (recs.events.len() as u64, recs.count as u64);
         if let Some(detail) = limits.over_messages(kept, total) {
-            f.anomalies.push(Anomaly::new("message_limit", detail));
+            f.add(Anomaly::new("message_limit", detail));
             f.messages_counted += total - kept;
         }
     }

@@ -939,6 +939,17 @@ impl PulsarSession {
         if let Some(cx) = f.context_mut::<FrameCtx>() {
             cx.t = raw_t;
         }
+        let limit = ctx.limits.borrow().max_command_bytes;
+        if cmd_size as u64 > limit {
+            // Parsing it would cost a value per repeated entry (20M in a 120 MB ACK).
+            let detail = format!(
+                "{} command of {cmd_size} bytes is not decoded (limit {limit} bytes)",
+                f.type_
+            );
+            f.note("command_limit", detail, Some(8));
+            f.summary = format!("{cmd_size}-byte command, not decoded");
+            return;
+        }
         let Some(base) = proto::parse(msg::BaseCommand, cmd_bytes, 8) else {
             f.flag(
                 Status::Malformed,
@@ -1169,7 +1180,7 @@ impl PulsarSession {
                 fr,
             );
             for p in problems {
-                f.anomalies.push(Anomaly::new("chunk_incomplete", p));
+                f.add(Anomaly::new("chunk_incomplete", p));
             }
             let Some(joined) = joined else {
                 let line = format!(
@@ -1183,7 +1194,7 @@ impl PulsarSession {
                 return;
             };
             if let Some(p) = &joined.problem {
-                f.anomalies.push(Anomaly::new(
+                f.add(Anomaly::new(
                     "malformed",
                     format!("chunked message {uuid}: {p}"),
                 ));
@@ -1227,8 +1238,7 @@ impl PulsarSession {
             if *kind == "malformed" {
                 f.flag(Status::Malformed, *kind, detail.clone(), poff);
             } else {
-                f.anomalies
-                    .push(Anomaly::new(*kind, detail.clone()).at(poff));
+                f.add(Anomaly::new(*kind, detail.clone()).at(poff));
             }
         }
         let batched = meta.has("num_messages_in_batch");
@@ -1244,8 +1254,7 @@ impl PulsarSession {
         let (kept, total) = (unpacked.entries.len() as u64, unpacked.read as u64);
         if let Some(detail) = ctx.limits.borrow().over_messages(kept, total) {
             // Our cap: the status stays.
-            f.anomalies
-                .push(Anomaly::new("message_limit", detail).at(poff));
+            f.add(Anomaly::new("message_limit", detail).at(poff));
             f.messages_counted += total - kept;
         }
         let singles: Vec<Option<Fields>> = unpacked

@@ -50,6 +50,8 @@ fn read_options(py_opts: &Bound<'_, PyAny>) -> PyResult<(Options, Option<Vec<Str
             ratio_floor: get("ratio_floor")?,
             decompressed_total: 0,
             max_messages: get("max_messages")?,
+            max_batches: get("max_batches")?,
+            max_command_bytes: get("max_command_bytes")?,
         },
         max_stream_buffer: get("max_stream_buffer")?,
         max_connections: get("max_connections")? as usize,

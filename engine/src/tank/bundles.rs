@@ -390,7 +390,15 @@ fn decode_message_set(
 /// A run of `[length varint][bundle]` records from a Consume response.
 #[derive(Debug, Default)]
 pub struct Chunk {
-    pub bundles: Vec<Bundle>,
+    /// Bundles read (each given to the caller as it was read).
+    pub count: u64,
+    /// Messages read in all its bundles (kept or not).
+    pub messages: u64,
+    /// Whether a bundle held messages; then `first_seq`/`last_seq` are the first one's first and
+    /// the last one's last sequence number (what the summary shows).
+    pub read_any: bool,
+    pub first_seq: Option<u64>,
+    pub last_seq: Option<u64>,
     /// The cut-off last bundle (normal: the fetch size is in bytes), if any.
     pub partial: Option<Fields>,
     pub next_seq: Option<u64>,
@@ -402,6 +410,10 @@ pub struct Chunk {
 
 /// Decodes the chunk in `buf[start..end]`, whose last bundle may be cut short; at most `keep`
 /// messages of them all are kept (see [`decode_bundle`]).
+///
+/// `each(bundle, index)` gets every bundle as it is read (to take its fields, messages and
+/// problems); the chunk keeps none of them, so a chunk of a million tiny bundles costs what the
+/// caller keeps of them (`Limits::max_batches`).
 pub fn decode_chunk(
     buf: &[u8],
     start: usize,
@@ -409,6 +421,7 @@ pub fn decode_chunk(
     base_seq: Option<u64>,
     limits: &mut Limits,
     keep: u64,
+    mut each: impl FnMut(&mut Bundle, usize),
 ) -> Chunk {
     let mut left = keep;
     let mut ch = Chunk {
@@ -463,7 +476,17 @@ pub fn decode_chunk(
         left = left.saturating_sub(bundle.messages.len() as u64);
         bundle.fields.set("offset", Value::Int(at as i64));
         seq = bundle.next_seq;
-        ch.bundles.push(bundle);
+        let (parsed, first, last) = (bundle.parsed, bundle.first_seq, bundle.last_seq);
+        each(&mut bundle, ch.count as usize);
+        ch.count += 1;
+        if parsed != 0 {
+            if !ch.read_any {
+                ch.read_any = true;
+                ch.first_seq = first;
+            }
+            ch.last_seq = last;
+            ch.messages += parsed;
+        }
         c.pos += blen;
     }
     ch.next_seq = seq;
@@ -524,9 +547,12 @@ mod tests {
         ch.extend_from_slice(&one);
         ch.extend_from_slice(&[9, 1, 2]);
         let n = ch.len();
-        let got = decode_chunk(&ch, 0, n, Some(10), &mut Limits::default(), 100);
-        assert_eq!(got.bundles.len(), 1);
-        assert_eq!(got.bundles[0].messages[0].seq, Some(10));
+        let mut seqs = Vec::new();
+        let got = decode_chunk(&ch, 0, n, Some(10), &mut Limits::default(), 100, |b, _| {
+            seqs.extend(b.messages.iter().map(|m| m.seq))
+        });
+        assert_eq!(got.count, 1);
+        assert_eq!(seqs, vec![Some(10)]);
         assert_eq!(got.next_seq, Some(11));
         let p = got.partial.unwrap();
         assert_eq!(p.get("offset"), Some(&Value::Int(12)));

@@ -5,11 +5,13 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 
-use super::bundles::{seq_value, Bundle, Problem};
+use super::bundles::{seq_value, Bundle};
 use super::cursor::{Cursor, Short};
 use crate::codecs::Limits;
 use crate::correlation::{Correlator, Key};
-use crate::model::{Direction, Field, Fields, Frame, FrameRef, Message, Span, Status, Value};
+use crate::model::{
+    Direction, Field, Fields, Frame, FrameRef, Message, PendingAnomalies, Span, Status, Value,
+};
 
 /// How many (topic, partition) items a summary line names before "+N more".
 pub const SUMMARY_ITEMS: usize = 4;
@@ -51,7 +53,10 @@ pub struct DecodeState<'a> {
     pub correlator: &'a mut Correlator,
     /// The frame being decoded, as the correlator records it.
     pub me: &'a FrameRef,
-    pub problems: Vec<Problem>,
+    /// The frame's problems, put on it after the decoder's own anomaly (bounded per kind).
+    pub problems: PendingAnomalies,
+    /// Bundles of the frame read so far; the first `limits.max_batches` are listed in its fields.
+    pub batches: u64,
     /// Messages of the frame kept as rows so far (at most `limits.max_messages`).
     pub kept: u64,
     /// Messages of the frame read so far, kept or not.
@@ -62,6 +67,11 @@ impl DecodeState<'_> {
     /// How many more messages the frame may keep.
     pub fn keep(&self) -> u64 {
         self.limits.max_messages.saturating_sub(self.kept)
+    }
+
+    /// How many more bundles the frame may list in its fields (`Limits::max_batches`).
+    pub fn batch_room(&self) -> u64 {
+        self.limits.max_batches.saturating_sub(self.batches)
     }
 
     /// Accounts for a decoded bundle's messages (see `Limits::max_messages`).

@@ -188,7 +188,10 @@ fn produce_topics(
             st.count(&bundle);
             let bspan = Some(Span::new(c.pos, c.pos + blen));
             c.pos += blen;
-            entry.set_span("bundle", bundle_fields(&mut bundle), bspan);
+            if st.batch_room() != 0 {
+                entry.set_span("bundle", bundle_fields(&mut bundle), bspan);
+            }
+            st.batches += 1;
             st.problems.append(&mut bundle.problems);
             bundle_messages(f, &mut bundle, Direction::Produce, &name, pid, 0, None);
             let n = bundle.parsed;

@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 
-use super::bundles::{decode_chunk, malformed, Bundle};
+use super::bundles::{decode_chunk, malformed, Chunk};
 use super::common::{
     bundle_fields, bundle_messages, endpoint, int, join_items, key, plural, str8, ConsumeContext,
     DecodeState, DiscoverContext, ProduceContext, Res, Stop,
@@ -330,42 +330,44 @@ fn consume_entries(
         let min_seq = requested
             .and_then(|r| r.get(name, pid))
             .filter(|&s| s != C::SEQ_FIRST && s != C::SEQ_TAIL);
-        let mut read: Vec<Bundle> = Vec::new();
+        let mut chunk = None;
         let mut partial = false;
         if clen != 0 {
             let at = c.pos;
             let end = at.saturating_add(clen).min(c.end);
-            let mut chunk = decode_chunk(c.buf, at, end, seq_from, st.limits, st.keep());
-            let bundles = chunk
-                .bundles
-                .iter_mut()
-                .map(bundle_fields)
-                .collect::<Vec<_>>();
+            let room = st.batch_room();
+            let keep = st.keep();
+            let mut bundles = Vec::new();
+            let (problems, kept, read) = (&mut st.problems, &mut st.kept, &mut st.read);
+            let ch = decode_chunk(c.buf, at, end, seq_from, st.limits, keep, |b, i| {
+                if (i as u64) < room {
+                    bundles.push(bundle_fields(b));
+                }
+                *kept += b.messages.len() as u64;
+                *read += b.parsed;
+                problems.append(&mut b.problems);
+                bundle_messages(f, b, Direction::Deliver, name, pid, i, min_seq);
+            });
+            st.batches += ch.count;
             // No span when the header length pointed past the frame (the chunk is then empty).
             let span = (at <= end).then(|| Span::new(at, end));
             entry.fields.set_span("bundles", Value::List(bundles), span);
-            for (i, mut b) in chunk.bundles.into_iter().enumerate() {
-                st.count(&b);
-                st.problems.append(&mut b.problems);
-                bundle_messages(f, &mut b, Direction::Deliver, name, pid, i, min_seq);
-                if b.parsed != 0 {
-                    read.push(b);
-                }
-            }
-            if let Some(p) = chunk.partial {
+            let mut chunk_ = ch;
+            if let Some(p) = chunk_.partial.take() {
                 // Normal: the fetch size is in bytes, the broker cuts the last bundle.
                 entry.fields.set("partial_bundle", Value::Map(p));
                 partial = true;
             }
-            if let Some(u) = chunk.unread {
+            if let Some(u) = chunk_.unread.take() {
                 entry.fields.set("unread", Value::Map(u));
-                st.problems.append(&mut chunk.problems);
+                st.problems.append(&mut chunk_.problems);
             }
+            chunk = Some(chunk_);
             c.pos = end;
             let missing = clen as i64 - (end as i64 - at as i64);
             c.need_i(missing, format!("chunk of {name}/{pid}"))?;
         }
-        items.push(entry_text(name, entry, &read, partial));
+        items.push(entry_text(name, entry, chunk.as_ref(), partial));
     }
     Ok(())
 }
@@ -443,9 +445,9 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map_or_else(|| "None".to_string(), |v| v.to_string())
 }
 
-/// The entry's part of the summary; `read`: its bundles that held messages (counted whether or
-/// not they were kept, see `Limits::max_messages`).
-fn entry_text(name: &str, e: &Entry, read: &[Bundle], partial: bool) -> String {
+/// The entry's part of the summary; `chunk`: what its bundles held (messages counted whether or
+/// not they were kept, see `Limits::max_messages`, bundles whether or not they are listed).
+fn entry_text(name: &str, e: &Entry, chunk: Option<&Chunk>, partial: bool) -> String {
     let pid = e.partition;
     if e.flag == C::CONSUME_BOUNDARY {
         return format!(
@@ -458,11 +460,10 @@ fn entry_text(name: &str, e: &Entry, read: &[Bundle], partial: bool) -> String {
         return format!("{name}/{pid} {err}");
     }
     let mut text = format!("{name}/{pid} ");
-    if let (Some(first), Some(last)) = (read.first(), read.last()) {
-        let n: u64 = read.iter().map(|b| b.parsed).sum();
-        text += &plural(n, "msg");
-        if let Some(a) = first.first_seq {
-            text += &format!(" seq {a}..{}", opt(last.last_seq));
+    if let Some(ch) = chunk.filter(|ch| ch.read_any) {
+        text += &plural(ch.messages, "msg");
+        if let Some(a) = ch.first_seq {
+            text += &format!(" seq {a}..{}", opt(ch.last_seq));
         }
     } else {
         text += "no data";

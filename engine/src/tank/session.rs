@@ -238,7 +238,8 @@ fn decode_frame(ctx: &mut ConnCtx, data: &[u8], role: Role, complete: bool) -> F
             limits: &mut limits,
             correlator: &mut ctx.correlator,
             me: &fr,
-            problems: Vec::new(),
+            problems: Default::default(),
+            batches: 0,
             kept: 0,
             read: 0,
         };
@@ -281,19 +282,24 @@ fn decode_frame(ctx: &mut ConnCtx, data: &[u8], role: Role, complete: bool) -> F
                 );
             }
         }
+        let listed = st.batches.min(st.limits.max_batches);
+        if let Some(detail) = st.limits.over_batches(listed, st.batches) {
+            st.problems
+                .push((Cow::Borrowed("batch_limit"), detail, None));
+        }
         if let Some(detail) = st.limits.over_messages(st.kept, st.read) {
             st.problems
                 .push((Cow::Borrowed("message_limit"), detail, None));
             f.messages_counted += st.read - st.kept;
         }
-        for (kind, detail, offset) in std::mem::take(&mut st.problems) {
-            if kind == "decompression_limit" || kind == "message_limit" {
-                // Our cap, not the frame's fault.
-                f.note(kind, detail, offset);
-            } else {
-                f.flag(Status::Malformed, kind, detail, offset);
-            }
-        }
+        // Our caps are not the frame's fault: noted, the status stays.
+        std::mem::take(&mut st.problems).put_on(&mut f, |kind| {
+            (!matches!(
+                kind,
+                "decompression_limit" | "message_limit" | "batch_limit"
+            ))
+            .then_some(Status::Malformed)
+        });
         if f.summary.is_empty() {
             // The decoder stopped before writing its line: say who it was and what went wrong.
             let rid = f

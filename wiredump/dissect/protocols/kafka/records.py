@@ -18,7 +18,7 @@ from typing import Any
 import crc32c
 
 from wiredump.dissect import codecs
-from wiredump.dissect.limits import MESSAGE_LIMIT, Limits
+from wiredump.dissect.limits import BATCH_LIMIT, MESSAGE_LIMIT, Limits
 from wiredump.dissect.model import BAD_CHECKSUM, MALFORMED, Anomaly, Frame, Message
 from wiredump.dissect.protocols.kafka.embedded import decode_control_value
 
@@ -110,6 +110,7 @@ def decode_record_set(data: bytes, rc: RecordContext, depth: int = 0) -> dict[st
     batches: list[dict[str, Any]] = []
     out: dict[str, Any] = {"size": n, "batches": batches}
     records = 0
+    unlisted = first_unlisted = 0
     while pos < n:
         left = n - pos
         if left < 17:
@@ -125,6 +126,9 @@ def decode_record_set(data: bytes, rc: RecordContext, depth: int = 0) -> dict[st
         if end > n:
             _partial(rc, out, pos, left, f"entry of {12 + length} bytes with {left} left")
             break
+        # The frame lists its first `max_batches` batches (and legacy messages) in its fields:
+        # an empty batch is 61 bytes, so a 100 MiB record set holds 1.7M of them.
+        listed = _entries_so_far(rc.stats) < rc.limits.max_batches
         if magic == 2:
             b = _batch_v2(data, pos, end, base_offset, rc)
         elif magic in (0, 1):
@@ -134,10 +138,31 @@ def decode_record_set(data: bytes, rc: RecordContext, depth: int = 0) -> dict[st
             out["undecoded_bytes"] = left
             break
         records += b.get("record_count", 0)
-        batches.append(b)
+        if listed:
+            batches.append(b)
+        else:
+            if not unlisted:
+                first_unlisted = pos
+            unlisted += 1
         pos = end
+    if unlisted:
+        out["batches_not_listed"] = unlisted
+        if rc.emit:
+            _problem(
+                rc,
+                None,
+                BATCH_LIMIT,
+                f"{unlisted} of the record set's {len(batches) + unlisted} batches are past the frame's "
+                f"{rc.limits.max_batches}th: read and checked, not listed",
+                first_unlisted,
+            )
     out["record_count"] = records
     return out
+
+
+def _entries_so_far(stats: dict[str, int]) -> int:
+    """Batches and legacy messages the frame has read so far (`Limits.max_batches`)."""
+    return stats.get("batches", 0) + stats.get("messages", 0)
 
 
 def _partial(rc: RecordContext, out: dict[str, Any], pos: int, left: int, why: str) -> None:
@@ -152,7 +177,7 @@ def _problem(rc: RecordContext, status: str | None, kind: str, detail: str, offs
     at = None if offset is None else rc.base + offset
     where = f"{rc.topic}[{rc.partition}]" if rc.topic is not None else f"partition {rc.partition}"
     if status is None:
-        rc.frame.anomalies.append(Anomaly(kind, f"{where}: {detail}", at))
+        rc.frame.add(Anomaly(kind, f"{where}: {detail}", at))
     else:
         rc.frame.flag(status, kind, f"{where}: {detail}", at)
 

@@ -559,9 +559,7 @@ class KafkaSession(Session):
         f.summary = f"TLS {name} record, {len(data) - 5} bytes (encrypted connection)"
         if not self.tls_reported:
             self.tls_reported = True
-            f.anomalies.append(
-                Anomaly("undecodable", "TLS on a Kafka port: the connection is encrypted, not decoded")
-            )
+            f.add(Anomaly("undecodable", "TLS on a Kafka port: the connection is encrypted, not decoded"))
         return f
 
     def _sasl_token(self, data: bytes, role: str) -> Frame:
@@ -738,7 +736,7 @@ class KafkaSession(Session):
         if end != len(data) and kind == "request" and f.type_code == 18 and f.version <= 2:
             # ApiVersions v0-v2 have an empty body. librdkafka writes an empty int32 array
             # there, and brokers answer without reading it: the frame is fine, the bytes noted.
-            f.anomalies.append(
+            f.add(
                 Anomaly(
                     "trailing_bytes",
                     f"{f.type} v{f.version} request: {len(data) - end} bytes after the (empty) body, "
@@ -777,7 +775,7 @@ class KafkaSession(Session):
             # A Produce sent with acks=0 asks for no answer; this broker answers anyway.
             req = self._acks0.pop(corr)
             correlator.event_pair(req, f)
-            f.anomalies.append(
+            f.add(
                 Anomaly(
                     "unexpected_response",
                     f"the broker answered {req.type} v{req.version} (correlation id {corr}, packet "
@@ -845,7 +843,7 @@ class KafkaSession(Session):
             f.status = status
             stats.clear()
             f.fields["header"] = {"correlation_id": corr, "header_version": 0}
-            f.anomalies.append(
+            f.add(
                 Anomaly(
                     "header_version",
                     f"{f.type} v{version} response uses header v0 (no tagged fields) where Kafka specifies v1",
@@ -919,9 +917,7 @@ class KafkaSession(Session):
         f.fields["no_request"] = True
         if not fits:
             f.status = UNKNOWN_TYPE
-            f.anomalies.append(
-                Anomaly("unknown_type", "response without a captured request; no API layout fits")
-            )
+            f.add(Anomaly("unknown_type", "response without a captured request; no API layout fits"))
             f.summary = f"response without request, correlation id {f.correlation_id}"
             return
         if len(fits) > 1:
@@ -1030,7 +1026,7 @@ def _annotate(f: Frame, api_key: int, kind: str, body: dict[str, Any], ptype: st
     try:
         embedded.annotate(api_key, kind, body, ptype)
     except Exception as e:
-        f.anomalies.append(
+        f.add(
             internal.internal_error(
                 e, "embedded.annotate", PROTOCOL, f"the consumer protocol of a {f.type} {kind}"
             )

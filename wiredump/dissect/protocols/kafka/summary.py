@@ -269,9 +269,7 @@ def summarize(
         try:
             text = fn(f, body, is_req)
         except Exception as e:  # a summary must never cost the frame, but a bug in it is reported
-            f.anomalies.append(
-                internal.internal_error(e, "summarize", "kafka", f"the summary of a {f.type} {f.kind}")
-            )
+            f.add(internal.internal_error(e, "summarize", "kafka", f"the summary of a {f.type} {f.kind}"))
             text = ""
         finally:
             _NAMES.reset(token)

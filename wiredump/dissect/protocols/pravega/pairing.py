@@ -117,7 +117,7 @@ class Pairing:
             if req is not None:
                 reqs = [req]
                 if not expected:
-                    f.anomalies.append(
+                    f.add(
                         Anomaly(
                             "unexpected_reply", f"{name} is not a reply {req.type} expects (request id {rid})"
                         )

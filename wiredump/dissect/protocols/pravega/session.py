@@ -208,7 +208,7 @@ class PravegaSession(Session):
             f.flag(MALFORMED, "malformed", f"{cmd.name}: {e}", e.offset)
         if decoded and c.left:
             fields["trailing_bytes"] = c.left
-            f.anomalies.append(
+            f.add(
                 Anomaly("trailing_bytes", f"{c.left} bytes after the last known field of {cmd.name}", c.pos)
             )
         if absent:
@@ -234,7 +234,7 @@ class PravegaSession(Session):
         """Everything beyond the field walk: versions, events, pairing."""
         name, fields = cmd.name, f.fields
         if cmd.direction == INNER:
-            f.anomalies.append(
+            f.add(
                 Anomaly("unexpected_command", f"{name} outside an APPEND_BLOCK (it only belongs inside one)")
             )
             return
@@ -252,7 +252,7 @@ class PravegaSession(Session):
                 fields.update(describe_block(fields["data"]))
                 fields["data_length"] = len(fields["data"])
                 for p in self._blocks.add_block(fields["writer_id"], fields["data"]):
-                    f.anomalies.append(Anomaly("append_block", p))
+                    f.add(Anomaly("append_block", p))
                 self._pairs.no_reply(f)
             return
         if not ok:
@@ -313,7 +313,7 @@ class PravegaSession(Session):
             if name in ("AppendBlock", "AppendBlockEnd") and writer == f.fields.get("writer_id"):
                 continue  # its end (or, for AppendBlock, add_block reports the replacement)
             self._blocks.drop(writer)
-            f.anomalies.append(
+            f.add(
                 Anomaly(
                     "append_block", f"the APPEND_BLOCK of writer {writer} is followed by {name}, not its end"
                 )
@@ -330,13 +330,13 @@ class PravegaSession(Session):
         writer = fields["writer_id"]
         assembled = self._blocks.end_block(writer, fields["size_of_whole_events"], fields["data"])
         for p in assembled.problems:
-            f.anomalies.append(Anomaly("append_block", p))
+            f.add(Anomaly("append_block", p))
         if assembled.from_block:
             fields["block_data_length"] = assembled.from_block
             fields["block_trailer"] = assembled.trailer
         num, last = fields["num_events"], fields["last_event_number"]
         if num <= 0:
-            f.anomalies.append(Anomaly("append_block", f"numEvents is {num}, must be > 0"))
+            f.add(Anomaly("append_block", f"numEvents is {num}, must be > 0"))
         self._on_append_data(f, assembled.data, last, num)
 
     def _on_append_data(self, f: Frame, data: bytes, last_event: int, num_events: int | None) -> None:
@@ -354,7 +354,7 @@ class PravegaSession(Session):
         fields["data_kind"] = "events"
         fields["events"] = recs.count
         if num_events is not None and num_events != recs.count:
-            f.anomalies.append(
+            f.add(
                 Anomaly("event_count_mismatch", f"numEvents says {num_events}, the data holds {recs.count}")
             )
         self._over(f, recs)
@@ -365,7 +365,7 @@ class PravegaSession(Session):
         status stays: the cap is ours, not the frame's fault."""
         over = self.ctx.limits.over_messages(len(recs.events), recs.count)
         if over is not None:
-            f.anomalies.append(Anomaly(*over))
+            f.add(Anomaly(*over))
             f.messages_counted += recs.count - len(recs.events)
 
     def _produce(self, f: Frame, writer: str, payloads: list[bytes], last_event: int, count: int) -> None:

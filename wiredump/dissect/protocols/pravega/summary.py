@@ -181,6 +181,6 @@ def summarize(f: Frame, fields: dict[str, Any]) -> str:
         fn = _BY_TYPE.get(f.type, _generic)
         s = fn(f, fields)
     except Exception as e:  # a summary must never cost the frame, but a bug in it is reported
-        f.anomalies.append(internal.internal_error(e, "summarize", "pravega", f"a {f.type} frame"))
+        f.add(internal.internal_error(e, "summarize", "pravega", f"a {f.type} frame"))
         s = _generic(f, fields) if f.type in _BY_TYPE else ""
     return s[:300]

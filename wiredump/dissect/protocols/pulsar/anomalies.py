@@ -13,4 +13,10 @@ def declare() -> list[AnomalyKind]:
             "a chunked Pulsar message whose chunks did not all arrive (or were evicted) before the "
             "connection or capture ended",
         ),
+        AnomalyKind(
+            "command_limit",
+            WARNING,
+            "a Pulsar command larger than wiredump parses (`Limits.max_command_bytes`): the frame is "
+            "named and sized, its command not decoded",
+        ),
     ]

@@ -273,6 +273,16 @@ class PulsarSession(Session):
         raw_t = schema.raw_type(cmd_bytes)
         self._name(f, raw_t)
         f.context["t"] = raw_t
+        limit = self.ctx.limits.max_command_bytes
+        if cmd_size > limit:
+            # Parsing it would cost an object per repeated entry (20M in a 120 MB ACK).
+            f.note(
+                "command_limit",
+                f"{f.type} command of {cmd_size} bytes is not decoded (limit {limit} bytes)",
+                8,
+            )
+            f.summary = f"{cmd_size}-byte command, not decoded"
+            return [f]
         base, err = schema.parse(schema.BaseCommand, cmd_bytes)
         if base is None:
             f.flag(MALFORMED, "malformed", f"BaseCommand does not parse: {err}", 8)
@@ -630,7 +640,7 @@ class PulsarSession(Session):
                 key, meta.chunk_id, meta.num_chunks_from_msg, meta.total_chunk_msg_size, body, checksum_ok, f
             )
             for p in problems:
-                f.anomalies.append(Anomaly("chunk_incomplete", p))
+                f.add(Anomaly("chunk_incomplete", p))
             if joined is None:
                 extra["payload_line"] = (
                     f"{who} {topic or ''} chunk {meta.chunk_id + 1}/{meta.num_chunks_from_msg} "
@@ -638,7 +648,7 @@ class PulsarSession(Session):
                 ).replace("  ", " ")
                 return
             if joined.problem:
-                f.anomalies.append(Anomaly("malformed", f"chunked message {uuid}: {joined.problem}"))
+                f.add(Anomaly("malformed", f"chunked message {uuid}: {joined.problem}"))
             body = joined.payload
             checksum_ok = joined.checksum_ok
             earlier = [fr for fr in joined.frames if fr is not f]
@@ -657,12 +667,12 @@ class PulsarSession(Session):
             if kind == "malformed":
                 f.flag(MALFORMED, kind, detail, sec.payload_offset)
             else:
-                f.anomalies.append(Anomaly(kind, detail, sec.payload_offset))
+                f.add(Anomaly(kind, detail, sec.payload_offset))
         batched = meta.HasField("num_messages_in_batch")
         fields["batch_entries"] = unpacked.read if batched and not unpacked.encrypted else None
         over = self.ctx.limits.over_messages(len(unpacked.entries), unpacked.read)
         if over is not None:
-            f.anomalies.append(Anomaly(*over, sec.payload_offset))  # our cap: the status stays
+            f.add(Anomaly(*over, sec.payload_offset))  # our cap: the status stays
             f.messages_counted += unpacked.read - len(unpacked.entries)
         if fields["batch_entries"] is not None:
             fields["entries"] = [

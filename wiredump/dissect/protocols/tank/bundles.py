@@ -12,6 +12,7 @@ caller turns into anomalies, so one bad bundle never costs the rest of a frame.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -245,6 +246,9 @@ def _varint(data: bytes | memoryview, p: int, end: int, what: str) -> tuple[int,
 @dataclass(slots=True)
 class Chunk:
     bundles: list[Bundle] = field(default_factory=list)
+    """The bundles listed (the first `room` of `decode_chunk`); `count` says how many were read."""
+    count: int = 0
+    """Bundles read, listed or not."""
     partial: dict[str, Any] | None = None
     """The cut-off last bundle (normal: the fetch size is in bytes), if any."""
     next_seq: int | None = None
@@ -252,6 +256,13 @@ class Chunk:
     """Where the chunk stopped making sense (a bundle length of 0), and the bytes left unread."""
     problems: list[Problem] = field(default_factory=list)
     """Problems of the chunk itself (not of one of its bundles)."""
+    messages: int = 0
+    """Messages read in all its bundles (kept or not)."""
+    read_any: bool = False
+    """Whether a bundle held messages; then `first_seq`/`last_seq` are the first one's first
+    and the last one's last sequence number (what the summary shows)."""
+    first_seq: int | None = None
+    last_seq: int | None = None
 
 
 def decode_chunk(
@@ -260,10 +271,16 @@ def decode_chunk(
     end: int,
     base_seq: int | None,
     limits: Limits,
+    each: Callable[[Bundle, int], None],
     keep: int | None = None,
+    room: int | None = None,
 ) -> Chunk:
     """A run of `[length varint][bundle]` records whose last one may be cut short; at most `keep`
-    messages of them all are kept (see `decode_bundle`)."""
+    messages of them all are kept (see `decode_bundle`).
+
+    `each(bundle, index)` is called on every bundle as it is read (to take its messages and
+    problems); only the first `room` (default: all) stay in `bundles`, so a chunk of a million
+    tiny bundles costs the fields of `room` of them (`Limits.max_batches`)."""
     left = limits.max_messages if keep is None else keep
     ch = Chunk(next_seq=base_seq)
     c = Cursor(buf, start, end)
@@ -298,7 +315,16 @@ def decode_chunk(
         bundle = decode_bundle(buf, c.pos, c.pos + blen, seq, limits, left)
         left -= len(bundle.messages)
         bundle.fields["offset"] = at
-        ch.bundles.append(bundle)
+        each(bundle, ch.count)
+        if room is None or ch.count < room:
+            ch.bundles.append(bundle)
+        ch.count += 1
+        if bundle.parsed:
+            if not ch.read_any:
+                ch.read_any = True
+                ch.first_seq = bundle.first_seq
+            ch.last_seq = bundle.last_seq
+            ch.messages += bundle.parsed
         seq = bundle.next_seq
         c.pos += blen
     ch.next_seq = seq

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wiredump.dissect.limits import Limits
-from wiredump.dissect.model import DELIVER, Frame, Message
+from wiredump.dissect.model import DELIVER, Frame, Message, PendingAnomalies
 from wiredump.dissect.protocols.tank.bundles import Bundle
 from wiredump.dissect.wire import Cursor
 
@@ -28,7 +28,10 @@ class DecodeState:
     limits: Limits
     pair: Callable[[Frame, Any], Frame | None]
     """Pair a response with its request under a key; returns the request frame (or None)."""
-    problems: list[tuple[str, str, int | None]] = field(default_factory=list)
+    problems: PendingAnomalies = field(default_factory=PendingAnomalies)
+    """The frame's problems, put on it after the decoder's own anomaly (bounded per kind)."""
+    batches: int = 0
+    """Bundles of the frame read so far; the first `limits.max_batches` are listed in its fields."""
     kept: int = 0
     """Messages of the frame kept as rows so far (at most `limits.max_messages`)."""
     read: int = 0
@@ -38,6 +41,11 @@ class DecodeState:
     def keep(self) -> int:
         """How many more messages the frame may keep."""
         return max(0, self.limits.max_messages - self.kept)
+
+    @property
+    def batch_room(self) -> int:
+        """How many more bundles the frame may list in its fields (`Limits.max_batches`)."""
+        return max(0, self.limits.max_batches - self.batches)
 
     def count(self, bundle: Bundle) -> None:
         """Account for a decoded bundle's messages (see `Limits.max_messages`)."""

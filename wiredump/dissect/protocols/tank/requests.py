@@ -73,7 +73,9 @@ def produce(c: Cursor, f: Frame, st: DecodeState) -> None:
             bundle = decode_bundle(c.buf, c.pos, c.pos + blen, first_seq, st.limits, st.keep)
             st.count(bundle)
             c.pos += blen
-            entry["bundle"] = bundle_fields(bundle)
+            if st.batch_room:
+                entry["bundle"] = bundle_fields(bundle)
+            st.batches += 1
             add_problems(st, bundle)
             bundle_messages(f, bundle, PRODUCE, name, pid, 0)
             n = bundle.parsed

@@ -13,7 +13,7 @@ from typing import Any
 
 from wiredump.dissect.model import DELIVER, Frame
 from wiredump.dissect.protocols.tank import constants as C
-from wiredump.dissect.protocols.tank.bundles import Bundle, decode_chunk
+from wiredump.dissect.protocols.tank.bundles import Bundle, Chunk, decode_chunk
 from wiredump.dissect.protocols.tank.common import (
     ConsumeContext,
     DecodeState,
@@ -165,17 +165,21 @@ def _consume_body(
         min_seq = requested.get((name, pid))
         if min_seq in (C.SEQ_FIRST, C.SEQ_TAIL):
             min_seq = None
-        read: list[Bundle] = []
+        chunk: Chunk | None = None
         if clen:
             at = c.pos
             end = min(c.pos + clen, c.end)
-            chunk = decode_chunk(c.buf, at, end, seq_from, st.limits, st.keep)
-            entry["bundles"] = [bundle_fields(b) for b in chunk.bundles]
-            read = [b for b in chunk.bundles if b.parsed]
-            for i, b in enumerate(chunk.bundles):
+
+            def each(
+                b: Bundle, i: int, name: str = name, pid: int = pid, min_seq: int | None = min_seq
+            ) -> None:
                 st.count(b)
                 add_problems(st, b)
                 bundle_messages(f, b, DELIVER, name, pid, i, min_seq)
+
+            chunk = decode_chunk(c.buf, at, end, seq_from, st.limits, each, st.keep, st.batch_room)
+            st.batches += chunk.count
+            entry["bundles"] = [bundle_fields(b) for b in chunk.bundles]
             if chunk.partial is not None:
                 # Normal: the fetch size is in bytes, the broker cuts the last bundle.
                 entry["partial_bundle"] = chunk.partial
@@ -184,7 +188,7 @@ def _consume_body(
                 st.problems.extend(chunk.problems)
             c.pos = end
             c.need(clen - (end - at), f"chunk of {name}/{pid}")
-        items.append(_entry_text(name, entry, read))
+        items.append(_entry_text(name, entry, chunk))
     what = f"req {f.correlation_id} " if f.correlation_id is not None else ""
     f.summary = what + join_items(items)
     _ok_unless_error(f)
@@ -223,9 +227,9 @@ class UnknownFlag(Exception):
         self.offset = offset
 
 
-def _entry_text(name: str, entry: dict[str, Any], read: list[Bundle]) -> str:
-    """The entry's part of the summary; `read`: its bundles that held messages (counted whether
-    or not they were kept, see `Limits.max_messages`)."""
+def _entry_text(name: str, entry: dict[str, Any], chunk: Chunk | None) -> str:
+    """The entry's part of the summary; `chunk`: what its bundles held (messages counted whether
+    or not they were kept, see `Limits.max_messages`, bundles whether or not they are listed)."""
     pid = entry["partition"]
     flag = entry["error_or_flags"]
     if flag == C.CONSUME_BOUNDARY:
@@ -236,10 +240,9 @@ def _entry_text(name: str, entry: dict[str, Any], read: list[Bundle]) -> str:
     if "error" in entry:
         return f"{name}/{pid} {entry['error']}"
     text = f"{name}/{pid} "
-    if read:
-        first, last = read[0].first_seq, read[-1].last_seq
-        n = sum(b.parsed for b in read)
-        text += plural(n, "msg") + (f" seq {first}..{last}" if first is not None else "")
+    if chunk is not None and chunk.read_any:
+        first, last = chunk.first_seq, chunk.last_seq
+        text += plural(chunk.messages, "msg") + (f" seq {first}..{last}" if first is not None else "")
     else:
         text += "no data"
     text += f" hw {entry.get('high_watermark')}"

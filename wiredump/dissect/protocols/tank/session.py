@@ -13,7 +13,7 @@ import struct
 from typing import Any
 
 from wiredump.dissect.codecs import LIMIT
-from wiredump.dissect.limits import MESSAGE_LIMIT
+from wiredump.dissect.limits import BATCH_LIMIT, MESSAGE_LIMIT
 from wiredump.dissect.model import (
     CLIENT,
     EVENT,
@@ -163,15 +163,16 @@ class TankSession(Session):
                 f.fields["cut_at"] = e.offset
         except UnknownFlag as e:
             f.flag(MALFORMED, "malformed", f"{name}: {e}", e.offset)
-        over = self.ctx.limits.over_messages(st.kept, st.read)
+        limits = self.ctx.limits
+        over = limits.over_batches(min(st.batches, limits.max_batches), st.batches)
+        if over is not None:
+            st.problems.append((*over, None))
+        over = limits.over_messages(st.kept, st.read)
         if over is not None:
             st.problems.append((*over, None))
             f.messages_counted += st.read - st.kept
-        for kind, detail, offset in st.problems:
-            if kind in (LIMIT, MESSAGE_LIMIT):
-                f.note(kind, detail, offset)  # our cap, not the frame's fault
-            else:
-                f.flag(MALFORMED, kind, detail, offset)
+        # Our caps are not the frame's fault: noted, the status stays.
+        st.problems.put_on(f, lambda kind: None if kind in (LIMIT, MESSAGE_LIMIT, BATCH_LIMIT) else MALFORMED)
         if not f.summary:
             # The decoder stopped before writing its line: say who it was and what went wrong.
             rid = f"req {f.correlation_id} " if f.correlation_id is not None else ""
