@@ -18,7 +18,7 @@ use std::rc::Rc;
 
 use crate::capture::CaptureReader;
 use crate::codecs::Limits;
-use crate::correlation::Correlator;
+use crate::correlation::{Correlator, PendingBudget};
 use crate::detection::{ConnPorts, Decision, Detector, Held, Item, EARLY_TRIES, HOLD_TOTAL};
 use crate::framing::{ConnectionFramer, Discard, Output};
 use crate::model::{Anomaly, ConnectionSummary, Exchange, FrameRef, Role};
@@ -47,6 +47,8 @@ pub struct EngineLimits {
     pub closed_linger_us: i64,
     pub max_out_of_order: usize,
     pub max_pending_requests: usize,
+    /// Outstanding requests over all connections of a capture (`correlation::PendingBudget`).
+    pub max_pending_total: usize,
 }
 
 impl Default for EngineLimits {
@@ -59,6 +61,7 @@ impl Default for EngineLimits {
             closed_linger_us: 10_000_000,
             max_out_of_order: 8 << 20,
             max_pending_requests: 65536,
+            max_pending_total: 65536,
         }
     }
 }
@@ -314,6 +317,8 @@ pub struct Capture {
     q: Queues,
     pub now_us: i64,
     run_state: Rc<RefCell<RunState>>,
+    /// Requests waiting for their answer over all connections (`Limits.max_pending_total`).
+    pending: Rc<PendingBudget>,
     rows: HashMap<u64, (u64, Option<ConnectionSummary>)>,
     row_heap: BinaryHeap<Reverse<u64>>,
     next_row: u64,
@@ -353,6 +358,7 @@ impl Capture {
             observe: true,
             ..session_opts.clone()
         };
+        let pending = PendingBudget::new(opts.limits.max_pending_total);
         Ok(Capture {
             name: Rc::from(name),
             limits: Rc::new(RefCell::new(codec)),
@@ -367,6 +373,7 @@ impl Capture {
             q: Queues::default(),
             now_us: 0,
             run_state: Rc::new(RefCell::new(RunState::default())),
+            pending,
             rows: HashMap::new(),
             row_heap: BinaryHeap::new(),
             next_row: 0,
@@ -447,10 +454,11 @@ impl Capture {
             client_port: c.client_port,
             server: c.server.clone(),
             server_port: c.server_port,
-            correlator: Correlator::new(
+            correlator: Correlator::with_budget(
                 stream,
                 proto.name(),
                 self.opts.limits.max_pending_requests,
+                self.pending.clone(),
             ),
             limits: self.limits.clone(),
             options: if observe {
