@@ -43,7 +43,7 @@ def api_versions_response(corr: int) -> bytes:
 
 
 def capture(tmp_path: Path) -> tuple[Path, dict[str, int]]:
-    """A sends requests 1 and 2, then B sends its request 1; the broker answers B, then A's two.
+    """A sends requests 1 and 2, B its request 1, A its request 3; the broker answers B, then A's three.
 
     The packets are written one connection after the other in time order; `at` names the
     packet of each message.
@@ -55,9 +55,11 @@ def capture(tmp_path: Path) -> tuple[Path, dict[str, int]]:
         "a1": a.client(api_versions_request(1)),
         "a2": a.client(api_versions_request(2)),
         "b1": b.client(api_versions_request(1)),
+        "a3": a.client(api_versions_request(3)),
         "b1r": b.server(api_versions_response(1)),
         "a1r": a.server(api_versions_response(1)),
         "a2r": a.server(api_versions_response(2)),
+        "a3r": a.server(api_versions_response(3)),
     }
     return write_pcap(tmp_path / "pending.pcap", recs), at
 
@@ -78,29 +80,36 @@ def test_the_capture_budget_gives_up_the_requesting_connections_oldest(tmp_path:
     assert exchanges(path, engine, Limits()) == {
         (0, 1, "answered", at["a1"], at["a1r"]),
         (0, 2, "answered", at["a2"], at["a2r"]),
+        (0, 3, "answered", at["a3"], at["a3r"]),
         (1, 1, "answered", at["b1"], at["b1r"]),
     }
-    # Two at once over the capture: A holds both places when B's request comes, so B gives up
-    # its own oldest (that very request), and B's answer finds no request; A keeps both.
+    # Two at once over the capture. A holds both places when B's request comes, so B gives up
+    # its own oldest (that very request: B has no other) and B's answer finds no request. Then
+    # A's third request gives up A's oldest (request 1), whose answer finds no request either.
     assert exchanges(path, engine, Limits(max_pending_total=2)) == {
-        (0, 1, "answered", at["a1"], at["a1r"]),
-        (0, 2, "answered", at["a2"], at["a2r"]),
         (1, 1, "unanswered", at["b1"], None),
+        (0, 1, "unanswered", at["a1"], None),
         (1, 1, "no_request", None, at["b1r"]),
+        (0, 1, "no_request", None, at["a1r"]),
+        (0, 2, "answered", at["a2"], at["a2r"]),
+        (0, 3, "answered", at["a3"], at["a3r"]),
     }
-    # The request given up says why, on its own frame and packet; nothing else is flagged.
+    # The request that went over the bound says so, naming the one given up; nothing else does.
     flagged = [
         (ev.obj.kind, ev.obj.packet, ev.obj.detail)
         for ev in dissect([str(path)], Options(engine=engine, limits=Limits(max_pending_total=2)))
         if ev.kind == "anomaly" and ev.obj.kind == "pending_limit"
     ]
+    bound = (
+        "more than 2 requests waited for their answer at once over the capture (Limits.max_pending_total): "
+    )
     assert flagged == [
+        ("pending_limit", at["b1"], bound + "this one is reported unanswered"),
         (
             "pending_limit",
-            at["b1"],
-            "more than 2 requests waited for their answer at once over the capture "
-            "(Limits.max_pending_total): this one is reported unanswered",
-        )
+            at["a3"],
+            bound + f"the connection's oldest (packet {at['a1']}) is reported unanswered",
+        ),
     ]
 
 
@@ -116,10 +125,16 @@ def test_budget_counts_requests_answers_evictions_and_closes() -> None:
     a.request(frame(2), 2)
     b.request(frame(3), 1)
     assert (budget.count, a.evicted, b.evicted) == (3, 0, 0)
-    given_up = frame(4)
-    b.request(given_up, 2)  # the fourth: b gives up its oldest, packet 3
+    fourth = frame(4)
+    b.request(fourth, 2)  # the fourth: b gives up its oldest, packet 3, and says so on packet 4
     assert (budget.count, a.evicted, b.evicted) == (3, 0, 1)
-    assert [a.kind for a in given_up.anomalies] == []
+    assert [(x.kind, x.detail) for x in fourth.anomalies] == [
+        (
+            "pending_limit",
+            "more than 3 requests waited for their answer at once over the capture "
+            "(Limits.max_pending_total): the connection's oldest (packet 3) is reported unanswered",
+        )
+    ]
     assert [(r.status, r.request_packet) for r in b.drain()] == [("unanswered", 3)]
     assert a.response(frame(5), 1) is not None
     assert budget.count == 2

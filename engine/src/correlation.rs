@@ -64,11 +64,17 @@ impl PendingBudget {
         self.count.get() > self.limit
     }
 
-    /// The `pending_limit` anomaly's text, on the request given up.
-    fn detail(&self) -> String {
+    /// The `pending_limit` anomaly's text, on the request that went over the bound; `given_up`:
+    /// the packet of the connection's oldest request given up for it, None when it is this very
+    /// request (the connection had no other waiting).
+    fn detail(&self, given_up: Option<u64>) -> String {
+        let which = match given_up {
+            None => "this one".to_string(),
+            Some(p) => format!("the connection's oldest (packet {p})"),
+        };
         format!(
             "more than {} requests waited for their answer at once over the capture \
-             (Limits.max_pending_total): this one is reported unanswered",
+             (Limits.max_pending_total): {which} is reported unanswered",
             self.limit
         )
     }
@@ -140,14 +146,16 @@ impl Correlator {
         });
         q.push_back(frame.clone());
         self.count += 1;
-        if let Some(detail) = self
-            .budget
-            .as_ref()
-            .and_then(|b| b.add(1).then(|| b.detail()))
-        {
-            if let Some(req) = self.evict_oldest() {
-                req.borrow_mut().note(PENDING_LIMIT, detail, None);
-            }
+        if let Some(budget) = self.budget.clone().filter(|b| b.add(1)) {
+            // Said on the request that arrived (not yet out), not on the one given up, which the
+            // pipeline may have let out already (its hold bounds).
+            let given_up = self
+                .evict_oldest()
+                .filter(|r| !std::rc::Rc::ptr_eq(r, frame))
+                .map(|r| r.borrow().packet);
+            frame
+                .borrow_mut()
+                .note(PENDING_LIMIT, budget.detail(given_up), None);
             return;
         }
         if self.count > self.max_pending {
@@ -388,18 +396,33 @@ mod tests {
         let mut b = Correlator::with_budget(1, "test", 16, budget.clone());
         a.request(&frame(1, 1), Key::Int(1), true);
         a.request(&frame(2, 1), Key::Int(2), true);
-        let a3 = frame(3, 1);
-        b.request(&a3, Key::Int(1), true);
+        b.request(&frame(3, 1), Key::Int(1), true);
         assert_eq!((budget.count(), a.evicted, b.evicted), (3, 0, 0));
-        // The fourth outstanding request: b gives up its own oldest (packet 3), a keeps both.
-        b.request(&frame(4, 1), Key::Int(2), true);
+        // The fourth outstanding request: b gives up its own oldest (packet 3), a keeps both;
+        // the request that went over the bound says so.
+        let b4 = frame(4, 1);
+        b.request(&b4, Key::Int(2), true);
+        let said: Vec<_> = b4
+            .borrow()
+            .anomalies
+            .iter()
+            .map(|x| (x.kind.to_string(), x.detail.clone()))
+            .collect();
+        assert_eq!(
+            said,
+            [(
+                PENDING_LIMIT.to_string(),
+                "more than 3 requests waited for their answer at once over the capture \
+                 (Limits.max_pending_total): the connection's oldest (packet 3) is reported \
+                 unanswered"
+                    .to_string()
+            )]
+        );
         assert_eq!((budget.count(), a.pending(), b.pending()), (3, 2, 1));
         let rows = b.drain();
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].status, ExchangeStatus::Unanswered);
         assert_eq!(rows[0].request_packet, Some(3));
-        assert_eq!(a3.borrow().anomalies.len(), 1);
-        assert_eq!(a3.borrow().anomalies[0].kind, PENDING_LIMIT);
         // An answer frees a place; closing a connection frees all of its places.
         assert!(a.response(&frame(5, 2), &Key::Int(1), None).is_some());
         assert_eq!(budget.count(), 2);

@@ -39,11 +39,14 @@ class PendingBudget:
         self.limit = limit
         self.count = 0
 
-    def detail(self) -> str:
-        """The `pending_limit` anomaly's text, on the request given up."""
+    def detail(self, given_up: int | None) -> str:
+        """The `pending_limit` anomaly's text, on the request that went over the bound;
+        `given_up`: the packet of the connection's oldest request given up for it, None when it
+        is this very request (the connection had no other waiting)."""
+        which = "this one" if given_up is None else f"the connection's oldest (packet {given_up})"
         return (
             f"more than {self.limit} requests waited for their answer at once over the capture "
-            "(Limits.max_pending_total): this one is reported unanswered"
+            f"(Limits.max_pending_total): {which} is reported unanswered"
         )
 
 
@@ -76,7 +79,10 @@ class Correlator:
         if budget is not None:
             budget.count += 1
             if budget.count > budget.limit:
-                self._evict_oldest().note(PENDING_LIMIT, budget.detail())
+                # Said on the request that arrived (not yet out), not on the one given up, which
+                # the pipeline may have let out already (its hold bounds).
+                given_up = self._evict_oldest()
+                frame.note(PENDING_LIMIT, budget.detail(None if given_up is frame else given_up.packet))
                 return
         if self._count > self.max_pending:
             self._evict_oldest()
