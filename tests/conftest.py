@@ -67,13 +67,15 @@ def no_internal_errors(request: pytest.FixtureRequest, monkeypatch: pytest.Monke
     (`internal.internal_error`, which the engine calls through its module) and the events of
     `pipeline.dissect_capture` (and every module that imported that name), which `dissect`, the
     CLI and the Spark export all go through (so an internal_error anomaly made any other way is
-    caught too). What is seen is appended to a
+    caught too), and the anomalies batches the native export's fast path writes (its rows never
+    become pipeline events: `TableWriter.write_batch` is where they surface). What is seen is
+    appended to a
     file, so that workers forked by `--workers` report to the test that started them.
     """
     if request.node.get_closest_marker(INTERNAL_ERROR_MARK):
         yield
         return
-    from wiredump.dissect import internal, pipeline
+    from wiredump.dissect import internal, pipeline, tables
 
     log = tmp_path_factory.mktemp("internal_errors") / "seen.txt"
 
@@ -96,7 +98,18 @@ def no_internal_errors(request: pytest.FixtureRequest, monkeypatch: pytest.Monke
                 note(f"{ev.capture} packet {ev.obj.packet}: {ev.obj.detail}")
             yield ev
 
+    real_write_batch = tables.TableWriter.write_batch
+
+    def watched_write_batch(self, batch):
+        if self.name == "anomalies" and batch.num_rows:
+            rows = batch.select(["capture", "packet", "kind", "detail"]).to_pylist()
+            for r in rows:
+                if r["kind"] == internal.INTERNAL_ERROR:
+                    note(f"{r['capture']} packet {r['packet']}: {r['detail']}")
+        return real_write_batch(self, batch)
+
     monkeypatch.setattr(internal, "internal_error", watched_make)
+    monkeypatch.setattr(tables.TableWriter, "write_batch", watched_write_batch)
     monkeypatch.setattr(pipeline, "dissect_capture", watched_dissect_capture)
     import wiredump.cli.source  # noqa: F401  (binds dissect_capture at import: patched below too)
 

@@ -262,7 +262,8 @@ def test_registry_decode_as_the_wrong_protocol(proto: str) -> None:
 @needs_protocols
 def test_registry_options() -> None:
     """Options that change the pipeline's choices: secrets, tiny hold bounds, shards (observing
-    framers for protocols that share run state), early releases, tight decompression limits."""
+    framers for protocols that share run state), early releases, tight decompression limits, a
+    capture-wide bound of two requests waiting for their answer."""
     firsts = {}
     for path in REAL:
         if path.parent.name in NATIVE:
@@ -277,6 +278,7 @@ def test_registry_options() -> None:
             limits=Limits(max_connections=1, closed_linger_us=1000, half_open_us=1000),
         )
         assert_same(path, protocols=NATIVE, limits=Limits(max_decompressed=4096, max_messages=3))
+        assert_same(path, protocols=NATIVE, limits=Limits(max_pending_total=2))
 
 
 def test_record_hook_sees_every_record_and_may_read_the_reader() -> None:

@@ -6,11 +6,18 @@
 //! the correlator links the two frames (peer packet both ways, latency on the later one) in
 //! [`Correlator::drain`], once the engine has stamped both, keeps the request marked `awaiting`
 //! (the output holds it back) until its answer is known, and records the exchange. Outstanding
-//! requests are bounded per connection.
+//! requests are bounded per connection (`max_pending`) and over the whole capture
+//! ([`PendingBudget`]): a request waiting for its answer keeps its whole frame, so without the
+//! second bound many connections that are never answered would hold frames by the million.
 
+use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
+use std::rc::Rc;
 
 use crate::model::{Exchange, ExchangeStatus, Frame, FrameRef};
+
+/// The anomaly on a request given up because the capture's budget was spent.
+pub const PENDING_LIMIT: &str = "pending_limit";
 
 /// A pairing key: protocols build theirs from ids and tags (`(kind, request id)`…).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -28,6 +35,55 @@ enum Done {
     Event,
 }
 
+/// Requests waiting for their answer over all connections of one capture (Python's
+/// `correlation.PendingBudget`): one per capture, owned by the pipeline and shared by its
+/// connections' correlators (`Limits.max_pending_total`). Past the limit, the connection that
+/// registers a request gives up its own oldest one as unanswered, so a connection never takes
+/// another's requests away and the outcome does not depend on the order connections are served.
+#[derive(Debug)]
+pub struct PendingBudget {
+    pub limit: usize,
+    count: Cell<usize>,
+}
+
+impl PendingBudget {
+    pub fn new(limit: usize) -> Rc<PendingBudget> {
+        Rc::new(PendingBudget {
+            limit,
+            count: Cell::new(0),
+        })
+    }
+
+    /// Requests outstanding now over the capture.
+    pub fn count(&self) -> usize {
+        self.count.get()
+    }
+
+    fn add(&self, n: usize) -> bool {
+        self.count.set(self.count.get() + n);
+        self.count.get() > self.limit
+    }
+
+    /// The `pending_limit` anomaly's text, on the request that went over the bound; `given_up`:
+    /// the packet of the connection's oldest request given up for it, None when it is this very
+    /// request (the connection had no other waiting).
+    fn detail(&self, given_up: Option<u64>) -> String {
+        let which = match given_up {
+            None => "this one".to_string(),
+            Some(p) => format!("the connection's oldest (packet {p})"),
+        };
+        format!(
+            "more than {} requests waited for their answer at once over the capture \
+             (Limits.max_pending_total): {which} is reported unanswered",
+            self.limit
+        )
+    }
+
+    fn sub(&self, n: usize) {
+        self.count.set(self.count.get() - n);
+    }
+}
+
 pub struct Correlator {
     pub stream: u64,
     pub protocol: &'static str,
@@ -40,6 +96,7 @@ pub struct Correlator {
     done: Vec<(Done, Option<FrameRef>, Option<FrameRef>)>,
     /// Requests dropped as unanswered because more than `max_pending` were outstanding.
     pub evicted: u64,
+    budget: Option<Rc<PendingBudget>>,
 }
 
 impl Correlator {
@@ -53,6 +110,20 @@ impl Correlator {
             count: 0,
             done: Vec::new(),
             evicted: 0,
+            budget: None,
+        }
+    }
+
+    /// A correlator whose outstanding requests also count against the capture's `budget`.
+    pub fn with_budget(
+        stream: u64,
+        protocol: &'static str,
+        max_pending: usize,
+        budget: Rc<PendingBudget>,
+    ) -> Correlator {
+        Correlator {
+            budget: Some(budget),
+            ..Correlator::new(stream, protocol, max_pending)
         }
     }
 
@@ -75,6 +146,18 @@ impl Correlator {
         });
         q.push_back(frame.clone());
         self.count += 1;
+        if let Some(budget) = self.budget.clone().filter(|b| b.add(1)) {
+            // Said on the request that arrived (not yet out), not on the one given up, which the
+            // pipeline may have let out already (its hold bounds).
+            let given_up = self
+                .evict_oldest()
+                .filter(|r| !std::rc::Rc::ptr_eq(r, frame))
+                .map(|r| r.borrow().packet);
+            frame
+                .borrow_mut()
+                .note(PENDING_LIMIT, budget.detail(given_up), None);
+            return;
+        }
         if self.count > self.max_pending {
             self.evict_oldest();
         }
@@ -116,6 +199,9 @@ impl Correlator {
             self.forget(key);
         }
         self.count -= 1;
+        if let Some(b) = &self.budget {
+            b.sub(1);
+        }
         // Linked in `drain`, once the engine has stamped the response's packet and time.
         self.done.push((
             Done::Row(ExchangeStatus::Answered),
@@ -184,6 +270,9 @@ impl Correlator {
                 }
             }
         }
+        if let Some(b) = &self.budget {
+            b.sub(self.count);
+        }
         self.count = 0;
         self.drain()
     }
@@ -195,20 +284,25 @@ impl Correlator {
         }
     }
 
-    fn evict_oldest(&mut self) {
-        let Some(key) = self.order.front().cloned() else {
-            return;
-        };
+    fn evict_oldest(&mut self) -> Option<FrameRef> {
+        let key = self.order.front().cloned()?;
         let q = self.pending.get_mut(&key).expect("ordered key is pending");
         let req = q.pop_front().expect("pending queues are never empty");
         if q.is_empty() {
             self.forget(&key);
         }
         self.count -= 1;
+        if let Some(b) = &self.budget {
+            b.sub(1);
+        }
         self.evicted += 1;
         req.borrow_mut().awaiting = false;
-        self.done
-            .push((Done::Row(ExchangeStatus::Unanswered), Some(req), None));
+        self.done.push((
+            Done::Row(ExchangeStatus::Unanswered),
+            Some(req.clone()),
+            None,
+        ));
+        Some(req)
     }
 
     fn row(
@@ -292,5 +386,51 @@ mod tests {
         assert_eq!(rows[1].status, ExchangeStatus::Unanswered);
         assert_eq!(rows[1].request_packet, Some(1));
         assert_eq!(c.pending(), 2);
+    }
+
+    #[test]
+    fn the_capture_budget_makes_the_requesting_connection_give_up_its_own_oldest() {
+        // Budget 3 over two connections (per-connection bound 16, never reached).
+        let budget = PendingBudget::new(3);
+        let mut a = Correlator::with_budget(0, "test", 16, budget.clone());
+        let mut b = Correlator::with_budget(1, "test", 16, budget.clone());
+        a.request(&frame(1, 1), Key::Int(1), true);
+        a.request(&frame(2, 1), Key::Int(2), true);
+        b.request(&frame(3, 1), Key::Int(1), true);
+        assert_eq!((budget.count(), a.evicted, b.evicted), (3, 0, 0));
+        // The fourth outstanding request: b gives up its own oldest (packet 3), a keeps both;
+        // the request that went over the bound says so.
+        let b4 = frame(4, 1);
+        b.request(&b4, Key::Int(2), true);
+        let said: Vec<_> = b4
+            .borrow()
+            .anomalies
+            .iter()
+            .map(|x| (x.kind.to_string(), x.detail.clone()))
+            .collect();
+        assert_eq!(
+            said,
+            [(
+                PENDING_LIMIT.to_string(),
+                "more than 3 requests waited for their answer at once over the capture \
+                 (Limits.max_pending_total): the connection's oldest (packet 3) is reported \
+                 unanswered"
+                    .to_string()
+            )]
+        );
+        assert_eq!((budget.count(), a.pending(), b.pending()), (3, 2, 1));
+        let rows = b.drain();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].status, ExchangeStatus::Unanswered);
+        assert_eq!(rows[0].request_packet, Some(3));
+        // An answer frees a place; closing a connection frees all of its places.
+        assert!(a.response(&frame(5, 2), &Key::Int(1), None).is_some());
+        assert_eq!(budget.count(), 2);
+        b.request(&frame(6, 1), Key::Int(3), true);
+        assert_eq!((budget.count(), b.evicted), (3, 1));
+        assert_eq!(b.close().len(), 2);
+        assert_eq!(budget.count(), 1);
+        a.close();
+        assert_eq!(budget.count(), 0);
     }
 }

@@ -18,11 +18,11 @@
 //! and becomes an `internal_error` anomaly.
 
 use std::collections::{HashMap, HashSet};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::framing::internal_error;
 use crate::model::{Anomaly, Role};
 use crate::protocol::{Protocol, CERTAIN, MIN_CONFIDENCE};
+use crate::shield::shielded;
 
 /// Bytes of each direction's first run that are scored; reaching it ends the wait.
 pub const HOLD_BYTES: usize = 64 * 1024;
@@ -328,10 +328,10 @@ impl Detector {
         let mut errors = Vec::new();
         for (i, proto) in self.protocols.iter().enumerate() {
             for &(swap, c, s) in &tries {
-                let got = catch_unwind(AssertUnwindSafe(|| {
+                let got = shielded(|| {
                     let t = crate::trial::trial(proto.as_ref(), c, s, opened);
                     proto.score(&t, c, s, opened)
-                }));
+                });
                 let points = match got {
                     Ok(p) => p,
                     Err(p) => {

@@ -13,10 +13,10 @@
 
 use std::any::Any;
 use std::collections::VecDeque;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use crate::model::{Anomaly, Exchange, Frame, FrameRef, Role, Status};
 use crate::protocol::{ConnCtx, FrameLen, Session};
+use crate::shield::shielded;
 
 /// Bytes kept while no frame start is found (a frame header must fit in them).
 pub const RESYNC_KEEP: usize = 64 * 1024;
@@ -316,7 +316,7 @@ impl ConnectionFramer {
                     let session = &mut self.session;
                     let ctx = &mut self.ctx;
                     let buf = &self.dirs[i].buf[pos..];
-                    catch_unwind(AssertUnwindSafe(|| session.frame_length(ctx, buf, role)))
+                    shielded(|| session.frame_length(ctx, buf, role))
                 };
                 self.flush_reports(out);
                 let len = match got {
@@ -412,7 +412,7 @@ impl ConnectionFramer {
             let session = &mut self.session;
             let ctx = &mut self.ctx;
             let buf = &self.dirs[i].buf[pos..];
-            catch_unwind(AssertUnwindSafe(|| session.resync(ctx, buf, role)))
+            shielded(|| session.resync(ctx, buf, role))
         };
         self.flush_reports(out);
         let at = match got {
@@ -460,9 +460,7 @@ impl ConnectionFramer {
             let session = &mut self.session;
             let ctx = &mut self.ctx;
             let bytes = &data[..];
-            catch_unwind(AssertUnwindSafe(|| {
-                session.decode(ctx, bytes, role, complete)
-            }))
+            shielded(|| session.decode(ctx, bytes, role, complete))
         };
         self.flush_reports(out);
         let frames = match got {
@@ -576,7 +574,7 @@ impl ConnectionFramer {
         let got = {
             let session = &mut self.session;
             let ctx = &mut self.ctx;
-            catch_unwind(AssertUnwindSafe(|| session.close(ctx)))
+            shielded(|| session.close(ctx))
         };
         self.flush_reports(out);
         match got {

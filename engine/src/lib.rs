@@ -12,6 +12,7 @@
 
 pub mod capture;
 pub mod packet;
+pub mod printable;
 pub mod stream;
 pub mod tcp;
 
@@ -22,6 +23,7 @@ pub mod correlation;
 pub mod model;
 pub mod protocol;
 pub mod registry;
+pub mod shield;
 pub mod replay;
 
 // The engine proper: framing, detection and the per-capture pipeline

@@ -18,10 +18,11 @@ use std::rc::Rc;
 
 use crate::capture::CaptureReader;
 use crate::codecs::Limits;
-use crate::correlation::Correlator;
+use crate::correlation::{Correlator, PendingBudget};
 use crate::detection::{ConnPorts, Decision, Detector, Held, Item, EARLY_TRIES, HOLD_TOTAL};
 use crate::framing::{ConnectionFramer, Discard, Output};
 use crate::model::{Anomaly, ConnectionSummary, Exchange, FrameRef, Role};
+use crate::printable::str_repr;
 use crate::protocol::{ConnCtx, Protocol, RunState, SessionOptions, MIN_CONFIDENCE};
 use crate::stream::{Event as StreamEvent, StreamEngine};
 use crate::tcp::{Retention, TcpEvent};
@@ -46,6 +47,8 @@ pub struct EngineLimits {
     pub closed_linger_us: i64,
     pub max_out_of_order: usize,
     pub max_pending_requests: usize,
+    /// Outstanding requests over all connections of a capture (`correlation::PendingBudget`).
+    pub max_pending_total: usize,
 }
 
 impl Default for EngineLimits {
@@ -58,6 +61,7 @@ impl Default for EngineLimits {
             closed_linger_us: 10_000_000,
             max_out_of_order: 8 << 20,
             max_pending_requests: 65536,
+            max_pending_total: 65536,
         }
     }
 }
@@ -313,6 +317,8 @@ pub struct Capture {
     q: Queues,
     pub now_us: i64,
     run_state: Rc<RefCell<RunState>>,
+    /// Requests waiting for their answer over all connections (`Limits.max_pending_total`).
+    pending: Rc<PendingBudget>,
     rows: HashMap<u64, (u64, Option<ConnectionSummary>)>,
     row_heap: BinaryHeap<Reverse<u64>>,
     next_row: u64,
@@ -335,7 +341,7 @@ impl Capture {
                 let known: Vec<&str> = protocols.iter().map(|p| p.name()).collect();
                 return Err(format!(
                     "unknown protocol {} in decode-as (known: {})",
-                    py_repr(proto),
+                    str_repr(proto),
                     known.join(", ")
                 ));
             };
@@ -352,6 +358,7 @@ impl Capture {
             observe: true,
             ..session_opts.clone()
         };
+        let pending = PendingBudget::new(opts.limits.max_pending_total);
         Ok(Capture {
             name: Rc::from(name),
             limits: Rc::new(RefCell::new(codec)),
@@ -366,6 +373,7 @@ impl Capture {
             q: Queues::default(),
             now_us: 0,
             run_state: Rc::new(RefCell::new(RunState::default())),
+            pending,
             rows: HashMap::new(),
             row_heap: BinaryHeap::new(),
             next_row: 0,
@@ -446,10 +454,11 @@ impl Capture {
             client_port: c.client_port,
             server: c.server.clone(),
             server_port: c.server_port,
-            correlator: Correlator::new(
+            correlator: Correlator::with_budget(
                 stream,
                 proto.name(),
                 self.opts.limits.max_pending_requests,
+                self.pending.clone(),
             ),
             limits: self.limits.clone(),
             options: if observe {
@@ -1232,33 +1241,4 @@ fn flip_detail(detail: &str) -> String {
         }
     }
     words.join(" ")
-}
-
-/// A string as Python's `repr` writes it (for messages that must read as the Python engine's).
-fn py_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for ch in s.chars() {
-        match ch {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
 }

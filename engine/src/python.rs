@@ -319,6 +319,8 @@ fn version() -> &'static str {
 
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // A panic in protocol code is reported as an `internal_error` anomaly; it is not printed too.
+    crate::shield::quiet_shielded_panics();
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_class::<StreamReader>()?;
     kafka::register(m)?;

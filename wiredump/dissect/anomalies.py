@@ -153,6 +153,12 @@ ENGINE_KINDS: tuple[AnomalyKind, ...] = (
         "a frame carried more batches of messages than wiredump lists in its fields: the rest were read, checked and counted",
     ),
     AnomalyKind(
+        "pending_limit",
+        WARNING,
+        "more requests waited for their answer at once over the capture than wiredump remembers: the "
+        "connection's oldest is reported unanswered (its answer, if it comes, finds no request)",
+    ),
+    AnomalyKind(
         "anomaly_limit",
         WARNING,
         "a frame had more anomalies of one kind than wiredump lists per frame (64): the rest are counted here",

@@ -68,6 +68,11 @@ class Limits:
     """Bytes of out-of-order segments held per direction before a gap is declared."""
     max_pending_requests: int = 65536
     """Outstanding requests remembered per connection."""
+    max_pending_total: int = 65536
+    """Outstanding requests remembered over all connections of a capture. A request waiting for
+    its answer keeps its frame (~1.4-1.9 KB for the smallest); past this, the connection that
+    sends another request gives up its own oldest one as unanswered (an `unanswered` exchange row,
+    as at its per-connection bound)."""
     max_depth: int = 16
     """Nesting depth for recursive structures (legacy message sets, protobuf)."""
     decompressed_total: int = 0

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wiredump.dissect.capture import CaptureReader, open_capture
-from wiredump.dissect.correlation import Correlator
+from wiredump.dissect.correlation import Correlator, PendingBudget
 from wiredump.dissect.detection import EARLY_TRIES, HOLD_TOTAL, Decision, Detector, Held, other
 from wiredump.dissect.framing import ConnectionFramer
 from wiredump.dissect.limits import Limits
@@ -142,6 +142,9 @@ class _Capture:
         self.now_us = 0
         self.run_state: dict[str, object] = {}
         """What the capture's sessions share (`ConnContext.run_state`): made anew for every capture."""
+        self.pending = PendingBudget(self.limits.max_pending_total)
+        """Requests waiting for their answer over all connections (`Limits.max_pending_total`).
+        With `--workers`, each worker bounds the connections it decodes (and observes)."""
         self.rows: dict[int, tuple[int, ConnectionSummary | None]] = {}
         """Released connections' rows (last packet, summary; None: another worker's) waiting for
         every lower stream to be released, so that rows leave in stream order as they always did."""
@@ -381,7 +384,7 @@ class _Capture:
             client_port=conn.client_port,
             server=conn.server,
             server_port=conn.server_port,
-            correlator=Correlator(conn.stream, spec.name, self.limits.max_pending_requests),
+            correlator=Correlator(conn.stream, spec.name, self.limits.max_pending_requests, self.pending),
             limits=self.limits,
             options={
                 "show_secrets": self.options.show_secrets,

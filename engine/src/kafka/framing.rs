@@ -8,6 +8,7 @@
 //! read here is bounds-checked; nothing is allocated on a declared length.
 
 use super::{body, header, schema};
+use crate::printable::is_printable;
 
 pub const MIB: i64 = 1024 * 1024;
 /// socket.request.max.bytes (100 MiB) plus the 4-byte size prefix.
@@ -62,29 +63,10 @@ fn u32_at(b: &[u8], p: usize) -> Option<u32> {
     Some(u32::from_be_bytes(b.get(p..p + 4)?.try_into().ok()?))
 }
 
-/// Python's `str.isprintable()` for one character, as far as client ids need it: no control,
-/// format or separator characters other than the ASCII space (unassigned code points, which
-/// Python also refuses, are not told apart).
-fn printable(c: char) -> bool {
-    if c == ' ' {
-        return true;
-    }
-    if c.is_control() || c.is_whitespace() {
-        return false;
-    }
-    let u = c as u32;
-    !matches!(u,
-        0xAD | 0x600..=0x605 | 0x61C | 0x6DD | 0x70F | 0x890..=0x891 | 0x8E2 | 0x180E
-        | 0x200B..=0x200F | 0x2028..=0x202E | 0x2060..=0x2064 | 0x2066..=0x206F | 0xFEFF
-        | 0xFFF9..=0xFFFB | 0x110BD | 0x110CD | 0x13430..=0x1343F | 0x1BCA0..=0x1BCA3
-        | 0x1D173..=0x1D17A | 0xE0001 | 0xE0020..=0xE007F | 0xE000..=0xF8FF
-        | 0xF0000..=0x10FFFF)
-}
-
 /// UTF-8 text: printable characters and tabs (client ids are free text; some hold a tab).
 fn utf8_text(s: &[u8]) -> bool {
     match std::str::from_utf8(s) {
-        Ok(t) => t.chars().all(|c| c == '\t' || printable(c)),
+        Ok(t) => t.chars().all(|c| c == '\t' || is_printable(c)),
         Err(_) => false,
     }
 }

@@ -9,6 +9,7 @@
 use std::fmt::Write as _;
 
 use super::body::{uuid_string, Field, Node, Value};
+use crate::printable::str_repr;
 
 const MAX_ITEMS: usize = 4;
 
@@ -123,48 +124,6 @@ fn dict_repr(fields: &[Field<'_>]) -> String {
         .map(|(k, v)| format!("{}: {v}", str_repr(k)))
         .collect();
     format!("{{{}}}", parts.join(", "))
-}
-
-/// Not printable for Python's `repr` (controls, separators, format characters we can name).
-fn unprintable(c: char) -> bool {
-    c.is_control()
-        || (c != ' ' && c.is_whitespace())
-        || matches!(c, '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{feff}')
-}
-
-fn str_repr(s: &str) -> String {
-    let q = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(q);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == q => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if unprintable(c) => {
-                let n = c as u32;
-                let _ = if n < 0x100 {
-                    write!(out, "\\x{n:02x}")
-                } else if n < 0x10000 {
-                    write!(out, "\\u{n:04x}")
-                } else {
-                    write!(out, "\\U{n:08x}")
-                };
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(q);
-    out
 }
 
 fn bytes_repr(b: &[u8]) -> String {

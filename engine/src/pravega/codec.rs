@@ -10,8 +10,8 @@
 use std::borrow::Cow;
 
 use super::commands::{attribute_update_type, Absent, FieldKind, F, LONG_MIN};
-use super::printable::is_printable;
 use crate::model::{Field, Fields, Span, Value};
+use crate::printable::is_printable;
 
 /// List items kept in `fields` (all are read and checked; the total is recorded).
 pub const MAX_LIST_ITEMS: usize = 1000;

@@ -12,7 +12,6 @@ pub mod events;
 mod ordered;
 pub mod pairing;
 pub mod partitions;
-mod printable;
 pub mod session;
 pub mod sniff;
 pub mod summary;

@@ -8,6 +8,7 @@
 //! `max_bytes` of their chunks; the oldest set goes first, with an anomaly saying so.
 
 use crate::model::{FrameRef, Role};
+use crate::printable::str_repr;
 
 /// Which chunked message a chunk belongs to: (role, consumer id for MESSAGE, producer, uuid).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,60 +28,11 @@ impl ChunkKey {
         };
         format!(
             "({}, {consumer}, {}, {})",
-            py_repr(self.role.as_str()),
-            py_repr(&self.producer_name),
-            py_repr(&self.uuid)
+            str_repr(self.role.as_str()),
+            str_repr(&self.producer_name),
+            str_repr(&self.uuid)
         )
     }
-}
-
-/// Python's `repr` of a str.
-pub fn py_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || (0x7f..0xa0).contains(&(c as u32)) => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c if is_unprintable(c) => {
-                let n = c as u32;
-                if n <= 0xffff {
-                    out.push_str(&format!("\\u{n:04x}"));
-                } else {
-                    out.push_str(&format!("\\U{n:08x}"));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
-}
-
-/// The non-printable characters Python escapes beyond ASCII controls (the common ones: Unicode
-/// separators and format characters, surrogates cannot occur in a Rust str).
-fn is_unprintable(c: char) -> bool {
-    matches!(c as u32, 0xad | 0x2028 | 0x2029 | 0x200b..=0x200f | 0x202a..=0x202e | 0x2060..=0x2064 | 0xfeff)
-        || c == '\u{a0}'
-        || c == '\u{1680}'
-        || ('\u{2000}'..='\u{200a}').contains(&c)
-        || c == '\u{202f}'
-        || c == '\u{205f}'
-        || c == '\u{3000}'
 }
 
 struct ChunkSet {

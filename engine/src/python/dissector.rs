@@ -59,6 +59,7 @@ fn read_options(py_opts: &Bound<'_, PyAny>) -> PyResult<(Options, Option<Vec<Str
         closed_linger_us: l.getattr("closed_linger_us")?.extract()?,
         max_out_of_order: get("max_out_of_order")? as usize,
         max_pending_requests: get("max_pending_requests")? as usize,
+        max_pending_total: get("max_pending_total")? as usize,
     };
     let protocols: Option<Vec<String>> = match py_opts.getattr("protocols") {
         Ok(p) => p.extract()?,

@@ -1,6 +1,8 @@
 //! Python's `str.isprintable()` for one character, as a table (Unicode 14.0.0, the
-//! Python reference's): a table key is shown as text only when Python would show it, so the two
-//! engines agree. The ranges are every code point that is not printable (categories Cc, Cf,
+//! Python reference's), and Python's `repr()` of a str built on it: text the engine writes the
+//! way Python writes it (anomaly messages, summaries, a Pravega table key shown as text only when
+//! Python would show it) reads the same in both engines, whichever protocol wrote it. One table
+//! for the whole crate, so no decoder approximates `isprintable` on its own. The ranges are every code point that is not printable (categories Cc, Cf,
 //! Cs, Co, Cn, Zl, Zp and Zs but the space), generated with:
 //!
 //! ```text
@@ -141,6 +143,45 @@ pub fn is_printable(ch: char) -> bool {
     NOT_PRINTABLE.get(i).is_none_or(|&(start, _)| start > c)
 }
 
+/// `repr(s)` in Python: single quotes unless the text holds a single quote and no double one;
+/// backslash, the quote, tab, newline and carriage return escaped by name; every other character
+/// that is not printable as `\xNN` (below 256), `\uNNNN` or `\UNNNNNNNN`; the rest as it is.
+pub fn str_repr(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for ch in s.chars() {
+        match ch {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if !is_printable(c) => {
+                use std::fmt::Write;
+                let n = c as u32;
+                let _ = if n < 0x100 {
+                    write!(out, "\\x{n:02x}")
+                } else if n < 0x10000 {
+                    write!(out, "\\u{n:04x}")
+                } else {
+                    write!(out, "\\U{n:08x}")
+                };
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,5 +199,24 @@ mod tests {
             assert!(!is_printable(ch), "{ch:?}");
         }
         assert!(NOT_PRINTABLE.windows(2).all(|w| w[0].1 < w[1].0));
+    }
+
+    #[test]
+    fn repr_as_python_writes_it() {
+        // Each expected text is what CPython 3.11 prints for repr() of the same string.
+        let cases = [
+            ("abc", "'abc'"),
+            ("it's", "\"it's\""),
+            ("it's \"x\"", "'it\\'s \"x\"'"),
+            ("a\\b\n\r\t", "'a\\\\b\\n\\r\\t'"),
+            ("\u{0}\u{1b}[31m\u{7f}", "'\\x00\\x1b[31m\\x7f'"),
+            ("\u{85}\u{a0}\u{ad}", "'\\x85\\xa0\\xad'"),
+            ("\u{2028}\u{200b}\u{feff}", "'\\u2028\\u200b\\ufeff'"),
+            ("\u{e0001}\u{10ffff}", "'\\U000e0001\\U0010ffff'"),
+            ("é€中\u{1F600}", "'é€中\u{1F600}'"),
+        ];
+        for (s, want) in cases {
+            assert_eq!(str_repr(s), want, "{s:?}");
+        }
     }
 }
