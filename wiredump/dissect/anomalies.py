@@ -153,6 +153,12 @@ ENGINE_KINDS: tuple[AnomalyKind, ...] = (
         "a frame carried more batches of messages than wiredump lists in its fields: the rest were read, checked and counted",
     ),
     AnomalyKind(
+        "element_limit",
+        WARNING,
+        "a frame's body held more array elements than wiredump keeps in its fields: the rest were read, "
+        "not listed",
+    ),
+    AnomalyKind(
         "anomaly_limit",
         WARNING,
         "a frame had more anomalies of one kind than wiredump lists per frame (64): the rest are counted here",
