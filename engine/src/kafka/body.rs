@@ -878,6 +878,31 @@ mod tests {
     }
 
     #[test]
+    fn elements_past_the_budget_are_read_not_kept() {
+        // Metadata v1 request, topics ["a", "b", "c", "d"] (6 bytes each after the int32 count):
+        // a budget of 2 keeps "a" and "b"; "c" (at 4 + 2 * 3 = 10) and "d" are read, not kept,
+        // and the body still ends at its last byte.
+        let mut body = vec![0, 0, 0, 4];
+        for n in [b'a', b'b', b'c', b'd'] {
+            body.extend([0, 1, n]);
+        }
+        let d = decode_body_limited(&body, 0, plan(3, 1, false).unwrap(), &[], 2);
+        assert_eq!(d.error, None);
+        assert_eq!(d.end, 16);
+        assert_eq!((d.kept, d.dropped), (2, 2));
+        assert_eq!(d.first_dropped, Some(("topics[2]".to_owned(), 10)));
+        let topics = field(&d.fields, "topics");
+        assert_eq!((topics.start, topics.end), (0, 16));
+        let Value::Array(items) = &topics.value else {
+            panic!()
+        };
+        assert_eq!(items.len(), 2);
+        // Within the budget nothing is dropped.
+        let d = decode_body_limited(&body, 0, plan(3, 1, false).unwrap(), &[], 4);
+        assert_eq!((d.kept, d.dropped, d.first_dropped), (4, 0, None));
+    }
+
+    #[test]
     fn untrusted_counts_are_refused_before_allocation() {
         // 2^31-1 topics in 4 bytes.
         let d = decode_body(
