@@ -764,13 +764,12 @@ class KafkaSession(Session):
 
     def _over_elements(self, f: Frame, elements: Elements) -> None:
         """One `element_limit` anomaly when the body read array elements past its budget."""
-        over = (
-            self.ctx.limits.over_elements(elements.kept, elements.dropped, elements.first[0])
-            if elements.first
-            else None
-        )
-        if over is not None and elements.first is not None:
-            f.add(Anomaly(over[0], over[1], elements.first[1]))
+        first = elements.first
+        if first is None:
+            return
+        over = self.ctx.limits.over_elements(elements.kept, elements.dropped, first[0])
+        if over is not None:
+            f.add(Anomaly(over[0], over[1], first[1]))
 
     def _response(self, data: bytes, complete: bool) -> Frame:
         correlator = self.ctx.correlator
