@@ -179,13 +179,20 @@ def test_every_captured_body_decodes_the_same(path: Path, monkeypatch: pytest.Mo
         p = schema.plan(key, v, kind)
         layouts.setdefault(id(p), (key, v, kind))
 
-    def checked(data: bytes, start: int, plan: schema.Plan, hook: Any, secrets: frozenset[str] = frozenset()):
+    def checked(
+        data: bytes,
+        start: int,
+        plan: schema.Plan,
+        hook: Any,
+        secrets: frozenset[str] = frozenset(),
+        elements: Any = None,
+    ):
         nonlocal seen
         seen += 1
         key, v, kind = layouts[id(plan)]
         same_api(bytes(data), start, key, v, kind, (path.name, seen))
         same_locations(bytes(data), start, key, v, kind, (path.name, seen))
-        return real(data, start, plan, hook, secrets)
+        return real(data, start, plan, hook, secrets, elements)
 
     monkeypatch.setattr(session, "decode_body", checked)
     for _ in dissect([str(path)], Options(engine="python")):  # the Python session is spied on
@@ -574,7 +581,14 @@ def test_every_captured_body_summarises_the_same(path: Path, monkeypatch: pytest
     real = session.decode_body
     seen = 0
 
-    def checked(data: bytes, start: int, plan: schema.Plan, hook: Any, secrets: frozenset[str] = frozenset()):
+    def checked(
+        data: bytes,
+        start: int,
+        plan: schema.Plan,
+        hook: Any,
+        secrets: frozenset[str] = frozenset(),
+        elements: Any = None,
+    ):
         nonlocal seen
         seen += 1
         key, v, kind = layouts[id(plan)]
@@ -585,7 +599,7 @@ def test_every_captured_body_summarises_the_same(path: Path, monkeypatch: pytest
                 names.learn(out)
         except (Short, Bad):
             pass
-        return real(data, start, plan, hook, secrets)
+        return real(data, start, plan, hook, secrets, elements)
 
     monkeypatch.setattr(session, "decode_body", checked)
     for _ in dissect([str(path)], Options(engine="python")):  # the Python session is spied on

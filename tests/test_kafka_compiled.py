@@ -136,11 +136,18 @@ def test_every_captured_body_decodes_the_same(path: Path, monkeypatch: pytest.Mo
     seen = 0
     real = session.decode_body
 
-    def checked(data: bytes, start: int, plan: schema.Plan, hook: Any, secrets: frozenset[str] = frozenset()):
+    def checked(
+        data: bytes,
+        start: int,
+        plan: schema.Plan,
+        hook: Any,
+        secrets: frozenset[str] = frozenset(),
+        elements: Any = None,
+    ):
         nonlocal seen
         seen += 1
         same(data, start, plan, (path.name, seen))
-        return real(data, start, plan, hook, secrets)
+        return real(data, start, plan, hook, secrets, elements)
 
     monkeypatch.setattr(session, "decode_body", checked)
     for _ in dissect([str(path)], Options(engine="python")):  # the Python session calls decode_body

@@ -9,6 +9,10 @@ use std::io::Read;
 
 const MIB: u64 = 1024 * 1024;
 
+/// Anomaly kind: a frame's body held more array elements than `Limits::max_elements` (Python's
+/// `limits.ELEMENT_LIMIT`, declared in `anomalies.py`); the frame's status does not change.
+pub const ELEMENT_LIMIT: &str = "element_limit";
+
 /// Bounds on decompression and kept messages for one run (as `limits.Limits`).
 #[derive(Clone, Debug)]
 pub struct Limits {
@@ -26,6 +30,9 @@ pub struct Limits {
     /// Batches of messages (TANK bundles) one frame lists in its fields; past it they are read,
     /// checked and counted only (a `batch_limit` anomaly; Python's `Limits.max_batches`).
     pub max_batches: u64,
+    /// Array elements one frame's body keeps in its decoded tree; past it they are read and
+    /// checked only (an `element_limit` anomaly; Python's `Limits.max_elements`).
+    pub max_elements: u64,
     /// Bytes of a frame's structured command (Pulsar's BaseCommand) that are parsed; past it the
     /// frame is named and sized only (`command_limit`; Python's `Limits.max_command_bytes`).
     pub max_command_bytes: u64,
@@ -41,6 +48,7 @@ impl Default for Limits {
             decompressed_total: 0,
             max_messages: 25_000,
             max_batches: 10_000,
+            max_elements: 100_000,
             max_command_bytes: 2 * MIB,
         }
     }
@@ -71,6 +79,20 @@ impl Limits {
                  more were read and counted only (limit {} per frame)",
                 total - listed,
                 self.max_batches
+            )
+        })
+    }
+
+    /// The `element_limit` anomaly's detail for a body that kept `kept` array elements and read
+    /// `dropped` more past the limit, the first of them at path `at`, or None when none was
+    /// (the words of Python's `Limits.over_elements`).
+    pub fn over_elements(&self, kept: u64, dropped: u64, at: &str) -> Option<String> {
+        (dropped > 0).then(|| {
+            format!(
+                "{} array elements in the body; the first {kept} are kept in its fields, \
+                 {dropped} more were read and not listed, from {at} on (limit {} per frame)",
+                kept + dropped,
+                self.max_elements
             )
         })
     }

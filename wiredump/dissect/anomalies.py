@@ -159,6 +159,12 @@ ENGINE_KINDS: tuple[AnomalyKind, ...] = (
         "connection's oldest is reported unanswered (its answer, if it comes, finds no request)",
     ),
     AnomalyKind(
+        "element_limit",
+        WARNING,
+        "a frame's body held more array elements than wiredump keeps in its fields: the rest were read, "
+        "not listed",
+    ),
+    AnomalyKind(
         "anomaly_limit",
         WARNING,
         "a frame had more anomalies of one kind than wiredump lists per frame (64): the rest are counted here",

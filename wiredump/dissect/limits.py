@@ -19,6 +19,10 @@ BATCH_LIMIT = "batch_limit"
 """Anomaly kind: a frame carried more batches of messages than `Limits.max_batches` (not the
 frame's fault either: its status stays what its decode says)."""
 
+ELEMENT_LIMIT = "element_limit"
+"""Anomaly kind: a frame's body held more array elements than `Limits.max_elements` (not the
+frame's fault: its status stays what its decode says)."""
+
 
 @dataclass(slots=True)
 class Limits:
@@ -46,6 +50,13 @@ class Limits:
     bundles in 2 MiB), so past this the rest are still read, checked (their problems reported)
     and their messages counted, but not listed (a `batch_limit` anomaly). A well-formed batch
     holds at least one message, so a frame within `max_messages` is within this too."""
+    max_elements: int = 100_000
+    """Array elements one frame's body keeps in its decoded tree, counted over all its arrays in
+    the order they are read (Kafka bodies). An element costs a dict or a node of its fields (and
+    a partitions row) whatever its size, and an empty Metadata topic is 8 bytes: 1M of them in
+    an 8 MB frame cost over 1 GB. Real frames hold a few thousand (a Metadata response of a big
+    cluster: ~10,000 partitions). Past this the rest are still read and checked but not kept (an
+    `element_limit` anomaly); the record sets inside them are not decoded."""
     max_command_bytes: int = 2 * MiB
     """Bytes of a frame's structured command (Pulsar's protobuf BaseCommand, its payload apart)
     that are parsed. A repeated field of 6-byte entries makes 20M objects of a 120 MB command
@@ -97,6 +108,17 @@ class Limits:
             BATCH_LIMIT,
             f"{total} batches in the frame; the first {listed} are listed in its fields, "
             f"{total - listed} more were read and counted only (limit {self.max_batches} per frame)",
+        )
+
+    def over_elements(self, kept: int, dropped: int, where: str) -> tuple[str, str] | None:
+        """The `element_limit` anomaly (kind, detail) for a body that kept `kept` array elements and
+        read `dropped` more past the limit, the first of them at path `where`; None when none was."""
+        if not dropped:
+            return None
+        return (
+            ELEMENT_LIMIT,
+            f"{kept + dropped} array elements in the body; the first {kept} are kept in its fields, "
+            f"{dropped} more were read and not listed, from {where} on (limit {self.max_elements} per frame)",
         )
 
     def allowance(self, compressed_size: int) -> int:

@@ -18,6 +18,10 @@ use super::schema::{Fixed, Kind, Op, Plan};
 /// Structs nested deeper than this are refused (as `body.MAX_DEPTH`).
 pub const MAX_DEPTH: usize = 24;
 
+/// Array elements a body keeps when decoded without the run's limits at hand (as
+/// `body.MAX_ELEMENTS`; the run's is `Limits::max_elements`).
+pub const MAX_ELEMENTS: u64 = 100_000;
+
 /// A field's name: a schema name, an unknown tag's number, or the unknown-tags section.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Name {
@@ -164,6 +168,12 @@ pub struct Decoded<'a> {
     pub errors: Vec<(String, i64)>,
     pub end: usize,
     pub error: Option<DecodeError>,
+    /// Array elements kept in `fields` (at most the budget, see [`decode_body_limited`]).
+    pub kept: u64,
+    /// Array elements read past the budget: checked, not kept (`body.Elements.dropped`).
+    pub dropped: u64,
+    /// Path and offset of the first element not kept (`body.Elements.first`).
+    pub first_dropped: Option<(String, usize)>,
 }
 
 type R<T> = Result<T, DecodeError>;
@@ -269,10 +279,41 @@ struct Walker<'a, 's> {
     /// (field name, array index) per enclosing struct, for the error codes' paths.
     path: Vec<(Option<&'static str>, Option<usize>)>,
     depth: usize,
+    /// Array elements the tree may still keep: a body of a million 8-byte elements would
+    /// otherwise be a million nodes (as `body.Elements`). Past it elements are read, not kept.
+    left: u64,
+    /// Elements read past the budget.
+    dropped: u64,
+    /// Path and offset of the first of them.
+    first_dropped: Option<(String, usize)>,
+    /// Reading elements past the budget: their error codes count only while none is collected
+    /// (the frame's first error code stays the first read), their record sets are not decoded.
+    dropping: bool,
+}
+
+impl<'a, 's> Walker<'a, 's> {
+    fn new(buf: &'a [u8], pos: usize, secrets: &'s [&'s str], max_elements: u64) -> Self {
+        Walker {
+            cur: Cursor {
+                buf,
+                pos: pos.min(buf.len()),
+                end: buf.len(),
+            },
+            secrets,
+            errors: Vec::new(),
+            path: Vec::new(),
+            depth: 0,
+            left: max_elements,
+            dropped: 0,
+            first_dropped: None,
+            dropping: false,
+        }
+    }
 }
 
 impl<'a> Walker<'a, '_> {
-    fn record_error(&mut self, name: &str, code: i64) {
+    /// The enclosing structs' path (`a.b[3].c`, as `BodyDecoder._where` writes it) and `suffix`.
+    fn path_to(&self, suffix: &str) -> String {
         let mut p = String::new();
         for (n, i) in &self.path {
             p.push('.');
@@ -281,10 +322,58 @@ impl<'a> Walker<'a, '_> {
                 p.push_str(&format!("[{i}]"));
             }
         }
-        p.push('.');
-        p.push_str(name);
-        self.errors
-            .push((p.trim_start_matches('.').to_owned(), code));
+        p.push_str(suffix);
+        p.trim_start_matches('.').to_owned()
+    }
+
+    fn record_error(&mut self, name: &str, code: i64) {
+        if self.dropping && !self.errors.is_empty() {
+            return;
+        }
+        let p = self.path_to(&format!(".{name}"));
+        self.errors.push((p, code));
+    }
+
+    /// Remembers where the first element past the budget is (`BodyDecoder._lost`).
+    fn lost(&mut self, suffix: &str) {
+        if self.first_dropped.is_none() {
+            self.first_dropped = Some((self.path_to(suffix), self.cur.pos));
+        }
+    }
+
+    /// Elements `i..n` of an array of structs past the budget, read and not kept; the array's
+    /// entry is the last of `path` (`BodyDecoder.rest_structs`).
+    fn rest_structs(&mut self, plan: &'static Plan, i: usize, n: usize) -> R<()> {
+        if let Some(p) = self.path.last_mut() {
+            p.1 = Some(i);
+        }
+        self.lost("");
+        let was = self.dropping;
+        self.dropping = true;
+        for j in i..n {
+            if let Some(p) = self.path.last_mut() {
+                p.1 = Some(j);
+            }
+            self.dropped += 1;
+            let mut scratch = Vec::new();
+            self.structure(plan, &mut scratch)?;
+        }
+        self.dropping = was;
+        Ok(())
+    }
+
+    /// Elements `i..n` of array `name` of values past the budget, read and not kept
+    /// (`BodyDecoder.rest_values`).
+    fn rest_values(&mut self, elem: &'static Op, name: Option<&str>, i: usize, n: usize) -> R<()> {
+        self.lost(&format!(".{}[{i}]", name.unwrap_or("None")));
+        let was = self.dropping;
+        self.dropping = true;
+        for _ in i..n {
+            self.dropped += 1;
+            self.value(elem, None)?;
+        }
+        self.dropping = was;
+        Ok(())
     }
 
     /// A length or count: compact (uvarint N+1), int32 (`wide`) or int16; -1 is null.
@@ -502,13 +591,15 @@ impl<'a> Walker<'a, '_> {
                     ));
                 }
                 // n <= bytes left (every element takes at least one byte): the capacity is bounded.
+                // And no more than the elements the body may still keep.
                 let n = n as usize;
+                let cap = n.min(usize::try_from(self.left).unwrap_or(usize::MAX));
                 if let Kind::Struct(plan) = elem.kind {
                     if let (Some(out), Some(name)) = (out, op.name) {
                         out.push(Field {
                             name: Name::Field(name),
                             node: Node {
-                                value: Value::Array(Vec::with_capacity(n)),
+                                value: Value::Array(Vec::with_capacity(cap)),
                                 start,
                                 end: start,
                             },
@@ -516,6 +607,13 @@ impl<'a> Walker<'a, '_> {
                         let at = out.len() - 1;
                         self.path.push((op.name, Some(0)));
                         for i in 0..n {
+                            if self.left == 0 {
+                                let r = self.rest_structs(plan, i, n);
+                                out[at].node.end = self.cur.pos;
+                                r?;
+                                break;
+                            }
+                            self.left -= 1;
                             if let Some(p) = self.path.last_mut() {
                                 p.1 = Some(i);
                             }
@@ -540,9 +638,14 @@ impl<'a> Walker<'a, '_> {
                         self.path.pop();
                         return Ok(Got::Placed);
                     }
-                    let mut items = Vec::with_capacity(n);
+                    let mut items = Vec::with_capacity(cap);
                     self.path.push((op.name, Some(0)));
                     for i in 0..n {
+                        if self.left == 0 {
+                            self.rest_structs(plan, i, n)?;
+                            break;
+                        }
+                        self.left -= 1;
                         if let Some(p) = self.path.last_mut() {
                             p.1 = Some(i);
                         }
@@ -558,8 +661,13 @@ impl<'a> Walker<'a, '_> {
                     self.path.pop();
                     return node(Value::Array(items), self.cur.pos);
                 }
-                let mut items = Vec::with_capacity(n);
-                for _ in 0..n {
+                let mut items = Vec::with_capacity(cap);
+                for i in 0..n {
+                    if self.left == 0 {
+                        self.rest_values(elem, op.name, i, n)?;
+                        break;
+                    }
+                    self.left -= 1;
                     match self.value(elem, None)? {
                         Got::Node(nd) => items.push(nd),
                         Got::Placed => {}
@@ -634,25 +742,29 @@ impl<'a> Walker<'a, '_> {
 
 /// Decodes `data[start..]` with `plan`. Never panics on any input: a body that does not fit
 /// comes back with `error` set and the fields read before it (as the Python walker's partial).
-/// `secrets` names bytes fields shown only by their length.
+/// `secrets` names bytes fields shown only by their length. Keeps at most [`MAX_ELEMENTS`]
+/// array elements (see [`decode_body_limited`]).
 pub fn decode_body<'a>(
     data: &'a [u8],
     start: usize,
     plan: &'static Plan,
     secrets: &[&str],
 ) -> Decoded<'a> {
-    let start = start.min(data.len());
-    let mut w = Walker {
-        cur: Cursor {
-            buf: data,
-            pos: start,
-            end: data.len(),
-        },
-        secrets,
-        errors: Vec::new(),
-        path: Vec::new(),
-        depth: 0,
-    };
+    decode_body_limited(data, start, plan, secrets, MAX_ELEMENTS)
+}
+
+/// [`decode_body`] keeping at most `max_elements` array elements in the tree, counted over all
+/// its arrays in the order they are read (`Limits::max_elements`): the rest are read and checked
+/// but not kept, and `dropped` / `first_dropped` say how many and from where (as the Python
+/// `body.Elements`).
+pub fn decode_body_limited<'a>(
+    data: &'a [u8],
+    start: usize,
+    plan: &'static Plan,
+    secrets: &[&str],
+    max_elements: u64,
+) -> Decoded<'a> {
+    let mut w = Walker::new(data, start, secrets, max_elements);
     let mut fields = Vec::new();
     let error = w.structure(plan, &mut fields).err();
     Decoded {
@@ -660,23 +772,16 @@ pub fn decode_body<'a>(
         errors: w.errors,
         end: w.cur.pos,
         error,
+        kept: max_elements - w.left,
+        dropped: w.dropped,
+        first_dropped: w.first_dropped,
     }
 }
 
 /// A tagged-field section with no known tags at `data[pos..]` (headers): the unknown tags
 /// (under `_unknown_tags`) and where the section ends.
 pub fn decode_tags(data: &[u8], pos: usize) -> Result<(Vec<Field<'_>>, usize), DecodeError> {
-    let mut w = Walker {
-        cur: Cursor {
-            buf: data,
-            pos: pos.min(data.len()),
-            end: data.len(),
-        },
-        secrets: &[],
-        errors: Vec::new(),
-        path: Vec::new(),
-        depth: 0,
-    };
+    let mut w = Walker::new(data, pos, &[], MAX_ELEMENTS);
     let mut out = Vec::new();
     w.tagged(&[], &mut out)?;
     Ok((out, w.cur.pos))
@@ -688,17 +793,7 @@ pub fn decode_tags_partial(
     data: &[u8],
     pos: usize,
 ) -> (Vec<Field<'_>>, Result<usize, DecodeError>) {
-    let mut w = Walker {
-        cur: Cursor {
-            buf: data,
-            pos: pos.min(data.len()),
-            end: data.len(),
-        },
-        secrets: &[],
-        errors: Vec::new(),
-        path: Vec::new(),
-        depth: 0,
-    };
+    let mut w = Walker::new(data, pos, &[], MAX_ELEMENTS);
     let mut out = Vec::new();
     let r = w.tagged(&[], &mut out).map(|()| w.cur.pos);
     (out, r)
@@ -780,6 +875,31 @@ mod tests {
             panic!()
         };
         assert_eq!(items.len(), 1);
+    }
+
+    #[test]
+    fn elements_past_the_budget_are_read_not_kept() {
+        // Metadata v1 request, topics ["a", "b", "c", "d"] (6 bytes each after the int32 count):
+        // a budget of 2 keeps "a" and "b"; "c" (at 4 + 2 * 3 = 10) and "d" are read, not kept,
+        // and the body still ends at its last byte.
+        let mut body = vec![0, 0, 0, 4];
+        for n in [b'a', b'b', b'c', b'd'] {
+            body.extend([0, 1, n]);
+        }
+        let d = decode_body_limited(&body, 0, plan(3, 1, false).unwrap(), &[], 2);
+        assert_eq!(d.error, None);
+        assert_eq!(d.end, 16);
+        assert_eq!((d.kept, d.dropped), (2, 2));
+        assert_eq!(d.first_dropped, Some(("topics[2]".to_owned(), 10)));
+        let topics = field(&d.fields, "topics");
+        assert_eq!((topics.start, topics.end), (0, 16));
+        let Value::Array(items) = &topics.value else {
+            panic!()
+        };
+        assert_eq!(items.len(), 2);
+        // Within the budget nothing is dropped.
+        let d = decode_body_limited(&body, 0, plan(3, 1, false).unwrap(), &[], 4);
+        assert_eq!((d.kept, d.dropped, d.first_dropped), (4, 0, None));
     }
 
     #[test]

@@ -25,6 +25,7 @@ use super::recordsets::{self, FrameStats, Hook};
 use super::schema::{self, Plan};
 use super::topics::{get, TopicNames, RUN_KEY};
 use super::{embedded, header, partitions, summary};
+use crate::codecs::ELEMENT_LIMIT;
 use crate::correlation::Key;
 use crate::model::{Anomaly, Direction, Fields, Frame, FrameRef, Kind, Role, Span, Status, Value};
 use crate::protocol::{ConnCtx, FrameLen, RunState, Session};
@@ -737,7 +738,8 @@ impl KafkaSession {
         } else {
             &SECRET_FIELDS
         };
-        let mut d = body::decode_body(data, start, plan, secrets);
+        let max_elements = ctx.limits.borrow().max_elements;
+        let mut d = body::decode_body_limited(data, start, plan, secrets, max_elements);
         let sets = if self.observe {
             recordsets::Decoded::default()
         } else {
@@ -759,6 +761,12 @@ impl KafkaSession {
                 stats,
             )
         };
+        if let Some((at, offset)) = &d.first_dropped {
+            let over = ctx.limits.borrow().over_elements(d.kept, d.dropped, at);
+            if let Some(detail) = over {
+                f.add(Anomaly::new(ELEMENT_LIMIT, detail).at(Some(*offset as u64)));
+            }
+        }
         let kind = if response { "response" } else { "request" };
         let what = |f: &Frame| format!("{} v{}", f.type_, py_version(f.version));
         f.fields.set("body", Value::Null);

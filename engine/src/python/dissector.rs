@@ -51,6 +51,7 @@ fn read_options(py_opts: &Bound<'_, PyAny>) -> PyResult<(Options, Option<Vec<Str
             decompressed_total: 0,
             max_messages: get("max_messages")?,
             max_batches: get("max_batches")?,
+            max_elements: get("max_elements")?,
             max_command_bytes: get("max_command_bytes")?,
         },
         max_stream_buffer: get("max_stream_buffer")?,

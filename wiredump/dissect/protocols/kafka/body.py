@@ -30,6 +30,9 @@ from wiredump.dissect.wire import Cursor, Short
 
 MAX_DEPTH = 24
 
+MAX_ELEMENTS = 100_000
+"""`Limits.max_elements`: the budget of a body decoded without the run's limits at hand."""
+
 RecordsHook = Callable[[bytes, int, list[dict[str, Any]]], Any]
 """(record set bytes, offset in the frame, stack of enclosing structs) -> decode to store."""
 
@@ -42,19 +45,94 @@ class Bad(Exception):
         self.offset = offset
 
 
+class Elements:
+    """The budget of array elements one body keeps in its decoded tree (`Limits.max_elements`).
+
+    Why: a Metadata response of a million empty 8-byte topics is 8 MB on the wire and a
+    million dicts (and partition rows) once decoded. Elements are counted in the order they
+    are read, whatever array holds them; the first `limit` are kept, the rest are still read
+    (the body's framing, checks and later fields stay right) but not attached to the tree, so
+    the record sets inside them are not decoded and their error codes are collected only while
+    the body has none yet (the frame's first error code stays the first one read)."""
+
+    __slots__ = ("limit", "left", "dropped", "first")
+
+    def __init__(self, limit: int = MAX_ELEMENTS) -> None:
+        self.limit = limit
+        self.left = limit
+        """Elements the tree may still keep."""
+        self.dropped = 0
+        """Elements read past the budget, not kept."""
+        self.first: tuple[str, int] | None = None
+        """(path, byte offset) of the first element not kept."""
+
+    @property
+    def kept(self) -> int:
+        """Elements kept in the tree."""
+        return self.limit - self.left
+
+
 class BodyDecoder:
     """Walks one body; `errors` collects (path, code) for every non-zero error code seen."""
 
-    __slots__ = ("cur", "records", "errors", "secrets", "_path")
+    __slots__ = ("cur", "records", "errors", "secrets", "_path", "elements", "dropping")
 
     def __init__(
-        self, cur: Cursor, records: RecordsHook | None, secrets: frozenset[str] = frozenset()
+        self,
+        cur: Cursor,
+        records: RecordsHook | None,
+        secrets: frozenset[str] = frozenset(),
+        elements: Elements | None = None,
     ) -> None:
         self.cur = cur
         self.records = records
         self.errors: list[tuple[str, int]] = []
         self.secrets = secrets
         self._path: list[list[Any]] = []  # [field name, array index or None] per enclosing struct
+        self.elements = Elements() if elements is None else elements
+        self.dropping = False
+        """Reading elements past the budget: nothing read is kept (see `Elements`)."""
+
+    def _error(self, stack: list[dict[str, Any]], name: str, code: int) -> None:
+        """Collect a non-zero error code (inside a dropped element only when none is collected yet)."""
+        if not (self.dropping and self.errors):
+            self.errors.append((self._where(stack, name), code))
+
+    def rest_structs(self, plan: Plan, stack: list[dict[str, Any]], at: list[Any], i: int, n: int) -> None:
+        """Read elements i..n-1 of an array of structs past the budget: counted, not kept.
+
+        `at` is the array's [name, index] entry, already on `_path`."""
+        at[1] = i
+        self._lost("")
+        was, hook = self.dropping, self.records
+        self.dropping, self.records = True, None
+        el = self.elements
+        struct_ = self.struct
+        for j in range(i, n):
+            at[1] = j
+            el.dropped += 1
+            struct_(plan, stack, {})
+        self.dropping, self.records = was, hook
+
+    def rest_values(self, elem: Op, stack: list[dict[str, Any]], name: str | None, i: int, n: int) -> None:
+        """Read elements i..n-1 of an array of values past the budget: counted, not kept."""
+        self._lost(f".{name}[{i}]")
+        was, hook = self.dropping, self.records
+        self.dropping, self.records = True, None
+        el = self.elements
+        value = self.value
+        for _ in range(i, n):
+            el.dropped += 1
+            value(elem, stack)
+        self.dropping, self.records = was, hook
+
+    def _lost(self, suffix: str) -> None:
+        """Remember where the first element past the budget is: its path (the enclosing
+        structs' path and `suffix`) and its offset."""
+        el = self.elements
+        if el.first is None:
+            path = "".join(f".{n}" if j is None else f".{n}[{j}]" for n, j in self._path) + suffix
+            el.first = (path.lstrip("."), self.cur.pos)
 
     # -- lengths ---------------------------------------------------------------------------
     def _length(self, compact: bool, wide: bool, what: str) -> int:
@@ -96,7 +174,7 @@ class BodyDecoder:
                 out.update(zip(op.names, vals, strict=True))
                 for i in op.errors:
                     if vals[i]:
-                        self.errors.append((self._where(stack, op.names[i]), vals[i]))
+                        self._error(stack, op.names[i], vals[i])
             else:
                 out[op.name] = value(op, stack)  # type: ignore[index]
         if plan.flexible:
@@ -144,7 +222,7 @@ class BodyDecoder:
             (v,) = op.fmt.unpack_from(c.buf, c.pos)  # type: ignore[union-attr]
             c.pos += size
             if v and op.name is not None and op.name.endswith("error_code"):
-                self.errors.append((self._where(stack, op.name), v))
+                self._error(stack, op.name, v)
             return v
         if code == STRING:
             n = self._length(op.compact, False, op.name or "string")
@@ -170,14 +248,27 @@ class BodyDecoder:
                 at = [op.name, 0]
                 self._path.append(at)
                 struct_ = self.struct
+                el = self.elements
                 for i in range(n):
+                    if not el.left:  # past the frame's budget (`Elements`): read, not kept
+                        self.rest_structs(plan, stack, at, i, n)
+                        break
+                    el.left -= 1
                     at[1] = i
                     d: dict[str, Any] = {}
                     items.append(d)
                     struct_(plan, stack, d)
                 self._path.pop()
                 return items
-            return [self.value(elem, stack) for _ in range(n)]
+            el = self.elements
+            values: list[Any] = []
+            for i in range(n):
+                if not el.left:
+                    self.rest_values(elem, stack, op.name, i, n)
+                    break
+                el.left -= 1
+                values.append(self.value(elem, stack))
+            return values
         if code == STRUCT:
             if op.nullable:
                 marker = c.i8(op.name or "struct")
@@ -224,10 +315,11 @@ def walk_body(
     plan: Plan,
     records: RecordsHook | None,
     secrets: frozenset[str] = frozenset(),
+    elements: Elements | None = None,
 ) -> tuple[dict[str, Any], list[tuple[str, int]], int]:
     """Decode data[start:] by walking `plan` (the reference decoder); same contract as `decode_body`."""
     cur = Cursor(data, start)
-    dec = BodyDecoder(cur, records, secrets)
+    dec = BodyDecoder(cur, records, secrets, elements)
     stack: list[dict[str, Any]] = []
     try:
         out = dec.struct(plan, stack)
@@ -244,20 +336,26 @@ def decode_body(
     plan: Plan,
     records: RecordsHook | None,
     secrets: frozenset[str] = frozenset(),
+    elements: Elements | None = None,
 ) -> tuple[dict[str, Any], list[tuple[str, int]], int]:
     """Decode data[start:] with `plan`; returns (fields, errors, end position).
+
+    `elements` is the body's budget of kept array elements (default: a fresh `MAX_ELEMENTS`
+    one); pass one to learn afterwards how many were read past it and where.
 
     Raises `Short` or `Bad` (both carry `.offset`, a frame offset) when the bytes do not fit,
     with `.partial` (what was read before) and `.errors`. Uses the plan's compiled function
     (`compiled.py`) when there is one; it gives exactly what `walk_body` gives.
     """
+    if elements is None:
+        elements = Elements()
     fn = _compiled.compiled(plan) if type(data) is bytes else None
     if fn is None:
-        return walk_body(data, start, plan, records, secrets)
+        return walk_body(data, start, plan, records, secrets, elements)
     out: dict[str, Any] = {}
     errors: list[tuple[str, int]] = []
     try:
-        end = fn(data, start, len(data), out, errors, secrets, records)
+        end = fn(data, start, len(data), out, errors, secrets, records, elements)
     except (Short, Bad) as e:
         e.partial = out  # type: ignore[union-attr]
         e.errors = errors  # type: ignore[union-attr]
@@ -265,7 +363,7 @@ def decode_body(
     return out, errors, end
 
 
-__all__ = ["Bad", "BodyDecoder", "Short", "decode_body", "walk_body"]
+__all__ = ["Bad", "BodyDecoder", "Elements", "Short", "decode_body", "walk_body"]
 
 # At the end: `compiled` imports this module (the walker is its fallback for rare paths).
 from wiredump.dissect.protocols.kafka import compiled as _compiled  # noqa: E402

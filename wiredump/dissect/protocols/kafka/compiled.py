@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from wiredump.dissect.protocols.kafka.body import MAX_DEPTH, Bad, BodyDecoder, RecordsHook
+from wiredump.dissect.protocols.kafka.body import MAX_DEPTH, Bad, BodyDecoder, Elements, RecordsHook
 from wiredump.dissect.protocols.kafka.schema import (
     ARRAY,
     BOOL,
@@ -47,9 +47,11 @@ MAX_LOOPS = 12
 """Array nesting beyond this is left to the walker (CPython allows 20 nested loop blocks)."""
 
 Compiled = Callable[
-    [bytes, int, int, dict[str, Any], list[tuple[str, int]], frozenset[str], RecordsHook | None], int
+    [bytes, int, int, dict[str, Any], list[tuple[str, int]], frozenset[str], RecordsHook | None, Elements],
+    int,
 ]
-"""(buf, start, end, out, errors, secrets, hook) -> end position; fills `out` and `errors`."""
+"""(buf, start, end, out, errors, secrets, hook, elements) -> end position; fills `out` and `errors`,
+counts kept and dropped array elements in `elements` (the body's budget)."""
 
 _I16 = struct.Struct(">h").unpack_from
 _I32 = struct.Struct(">i").unpack_from
@@ -88,13 +90,44 @@ def _tagged(
     secrets: frozenset[str],
     hook: RecordsHook | None,
     path: tuple[tuple[Any, Any], ...],
+    el: Elements,
 ) -> int:
     """A non-empty (or cut) tagged-field section: the walker reads it with the same state."""
     cur = Cursor(buf, pos, end)
-    dec = BodyDecoder(cur, hook, secrets)
+    dec = BodyDecoder(cur, hook, secrets, el)
     dec.errors = errors
     dec._path = [[n, i] for n, i in path]
     dec.tagged(tags, out, stack)
+    return cur.pos
+
+
+def _rest(
+    buf: bytes,
+    pos: int,
+    end: int,
+    op: Op,
+    i: int,
+    n: int,
+    stack: list[dict[str, Any]],
+    errors: list[tuple[str, int]],
+    secrets: frozenset[str],
+    path: tuple[tuple[Any, Any], ...],
+    el: Elements,
+) -> int:
+    """Elements i..n-1 of array `op` past the body's budget: the walker reads them, keeping none
+    (`BodyDecoder.rest_structs` / `rest_values`); `path` ends with the array's own entry for an
+    array of structs (as the walker's `_path` then)."""
+    cur = Cursor(buf, pos, end)
+    dec = BodyDecoder(cur, None, secrets, el)
+    dec.errors = errors
+    dec._path = [[n_, i_] for n_, i_ in path]
+    elem = op.elem
+    assert elem is not None
+    if elem.code == STRUCT:
+        assert elem.struct is not None
+        dec.rest_structs(elem.struct, stack, dec._path[-1], i, n)
+    else:
+        dec.rest_values(elem, stack, op.name, i, n)
     return cur.pos
 
 
@@ -175,7 +208,7 @@ class _Gen:
             self.emit(
                 ind + 1,
                 f"pos = _tagged(buf, pos, end, {tags}, {d}, [{', '.join(dicts)}], errors, secrets, hook, "
-                f"{self.path(path)})",
+                f"{self.path(path)}, el)",
             )
 
     def path(self, path: list[tuple[str, str]]) -> str:
@@ -291,15 +324,30 @@ class _Gen:
                 self.emit(ind, f"{d}[{op.name!r}] = {items}")  # visible in the partial decode
             e = self.var("d")
             self.emit(ind, f"for {i} in range({v}):")
+            self.rest(ind + 1, op, i, v, dicts, [*path, (op.name, i)])  # type: ignore[list-item]
             self.emit(ind + 1, f"{e} = {{}}")
             self.emit(ind + 1, f"{items}.append({e})")
             self.struct(ind + 1, sub, e, [*dicts, e], [*path, (op.name, i)], loops + 1)  # type: ignore[list-item]
         else:
             e = self.var("e")
             self.emit(ind, f"for {i} in range({v}):")
+            self.rest(ind + 1, op, i, v, dicts, path)
             self.value(ind + 1, elem, e, d, dicts, path, loops + 1)
             self.emit(ind + 1, f"{items}.append({e})")
         self.emit(ind, f"{v} = {items}")
+
+    def rest(self, ind: int, op: Op, i: str, n: str, dicts: list[str], path: list[tuple[str, str]]) -> None:
+        """At the top of an array's loop: past the body's budget (`body.Elements`) the walker
+        reads elements i..n-1 without keeping them and the loop ends; else one more is kept."""
+        arr = self.const(op, "A")
+        self.emit(ind, "if not el.left:")
+        self.emit(
+            ind + 1,
+            f"pos = _rest(buf, pos, end, {arr}, {i}, {n}, [{', '.join(dicts)}], errors, secrets, "
+            f"{self.path(path)}, el)",
+        )
+        self.emit(ind + 1, "break")
+        self.emit(ind, "el.left -= 1")
 
 
 COMPILE_AFTER = 16
@@ -313,7 +361,7 @@ _CACHE: dict[int, list[Any]] = {}
 def source(plan: Plan) -> tuple[str, dict[str, Any]] | None:
     """The source of the compiled function for `plan` and its constants (None: leave it to the walker)."""
     g = _Gen()
-    g.emit(0, "def decode(buf, pos, end, d0, errors, secrets, hook):")
+    g.emit(0, "def decode(buf, pos, end, d0, errors, secrets, hook, el):")
     g.struct(1, plan, "d0", ["d0"], [], 0)
     g.emit(1, "return pos")
     if not g.ok:
@@ -348,6 +396,7 @@ def build(plan: Plan) -> Compiled | None:
         "_uvar": _uvar,
         "_where": _where,
         "_tagged": _tagged,
+        "_rest": _rest,
         "_I16": _I16,
         "_I32": _I32,
         "_UUID": uuid.UUID,

@@ -34,7 +34,7 @@ from wiredump.dissect.model import (
 )
 from wiredump.dissect.protocols.base import NEED_MORE, NOT_A_FRAME, ConnContext, Session
 from wiredump.dissect.protocols.kafka import embedded, partitions, schema, topics
-from wiredump.dissect.protocols.kafka.body import Bad, BodyDecoder, decode_body
+from wiredump.dissect.protocols.kafka.body import Bad, BodyDecoder, Elements, decode_body
 from wiredump.dissect.protocols.kafka.records import BadRecord, RecordContext, decode_record_set
 from wiredump.dissect.protocols.kafka.summary import summarize
 from wiredump.dissect.wire import Cursor, Short
@@ -712,14 +712,17 @@ class KafkaSession(Session):
         secrets = NO_SECRETS if self.show_secrets else SECRET_FIELDS
         if f.type_code == 36 and kind == "request" and not self.show_secrets:
             secrets = SECRET_FIELDS - {"auth_bytes"}
+        elements = Elements(self.ctx.limits.max_elements)
         try:
-            body, errors, end = decode_body(data, start, plan, hook, secrets)
+            body, errors, end = decode_body(data, start, plan, hook, secrets, elements)
+            self._over_elements(f, elements)
             if f.type_code == 36 and kind == "request":
                 raw = body.get("auth_bytes")
                 self._raw_auth = raw
                 if isinstance(raw, bytes) and not self.show_secrets:
                     body["auth_bytes"] = f"<{len(raw)} bytes masked>"
         except (Short, Bad, BadRecord) as e:
+            self._over_elements(f, elements)
             partial = getattr(e, "partial", None)
             if isinstance(partial, dict):
                 f.fields["body"] = partial  # what was read before the bytes ran out or stopped fitting
@@ -758,6 +761,15 @@ class KafkaSession(Session):
                 {"path": p, "error_code": c, "error": schema.error_name(c)} for p, c in errors
             ]
         return body
+
+    def _over_elements(self, f: Frame, elements: Elements) -> None:
+        """One `element_limit` anomaly when the body read array elements past its budget."""
+        first = elements.first
+        if first is None:
+            return
+        over = self.ctx.limits.over_elements(elements.kept, elements.dropped, first[0])
+        if over is not None:
+            f.add(Anomaly(over[0], over[1], first[1]))
 
     def _response(self, data: bytes, complete: bool) -> Frame:
         correlator = self.ctx.correlator
