@@ -23,8 +23,8 @@ pub mod correlation;
 pub mod model;
 pub mod protocol;
 pub mod registry;
-pub mod shield;
 pub mod replay;
+pub mod shield;
 
 // The engine proper: framing, detection and the per-capture pipeline
 // (twins of `framing.py`, `protocols/trial.py`, `detection.py`, `pipeline.py`).
