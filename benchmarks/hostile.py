@@ -14,6 +14,7 @@ Built under `benchmarks/data/hostile/` (reused when present; `--rebuild` makes t
 * a SYN flood of 1M distinct connections (one SYN each, 100 µs apart: 100 s of capture time);
 * 100k Kafka connections that each send the first 100 bytes of a 1,000-byte request and stay
   open (a partial frame pending in every framer), and the same closed by FIN after the partial;
+* a pcapng of 1M interface description blocks (20 MB) and a packet naming the last one;
 * the pcapng timestamp cases of `tests/test_capture_timestamps.py` (if_tsoffset 2^62 s,
   if_tsresol of seconds with times 2^40..2^64, the most negative offset).
 
@@ -433,6 +434,23 @@ def build_timestamps(path: Path) -> None:
     crafted(path)
 
 
+def build_interfaces(path: Path, n: int = 1_000_000) -> None:
+    """One pcapng section describing n Ethernet interfaces (20-byte blocks, 20 MB), then a SYN on
+    interface 0 and one on the last interface (past `Limits.max_interfaces`: ends the capture)."""
+    from tests.test_capture_timestamps import epb, idb, shb
+
+    with open(path, "wb") as fh:
+        fh.write(shb())
+        one = idb()
+        for _ in range(n // 10_000):
+            fh.write(one * 10_000)
+        fh.write(one * (n % 10_000))
+        ip = struct.pack(">BBHHHBBHII", 0x45, 0, 40, 0, 0x4000, 64, 6, 0, 0x0B000001, 0x0A000001)
+        tcp = struct.pack(">HHIIBBHHH", 40000, 9092, 1, 0, 5 << 4, SYN, 65535, 0, 0)
+        frame = b"\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x01\x08\x00" + ip + tcp
+        fh.write(epb(0, TS0, frame, len(frame)) + epb(n - 1, TS0 + 10, frame, len(frame)))
+
+
 def cases() -> Iterator[tuple[str, str, Callable[[Path], None]]]:
     for codec in KAFKA_CODECS:
         yield f"kafka-{codec}", "pcap", lambda p, c=codec: build_kafka(p, c)
@@ -450,6 +468,7 @@ def cases() -> Iterator[tuple[str, str, Callable[[Path], None]]]:
     yield "partial-100k-open", "pcap", lambda p: build_partial(p, close=False)
     yield "partial-100k-closed", "pcap", lambda p: build_partial(p, close=True)
     yield "pcapng-timestamps", "pcapng", build_timestamps
+    yield "pcapng-interfaces", "pcapng", build_interfaces
 
 
 # -- running -------------------------------------------------------------------------------------
