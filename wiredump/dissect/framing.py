@@ -249,7 +249,12 @@ class ConnectionFramer:
                 d.need = n
             if avail < n:
                 return
-            data = buf if pos == 0 and n == len(buf) and isinstance(buf, bytes) else bytes(buf[pos : pos + n])
+            # One copy at most (a memoryview slice is not one), none when the frame is the buffer.
+            if pos == 0 and n == len(buf) and isinstance(buf, bytes):
+                data = buf
+            else:
+                with memoryview(buf) as view:
+                    data = bytes(view[pos : pos + n])
             d.pos = pos + n
             d.need = 0
             start = d.base + pos
