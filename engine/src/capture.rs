@@ -1229,4 +1229,38 @@ mod tests {
             Some("packet 5 names interface 9, which was never described")
         );
     }
+
+    /// Interfaces past `max_interfaces` in a section are counted, not kept (hand-computed: a
+    /// bound of 2, sections of 3 and 4 interfaces: 1 + 2 not kept; interface 1 of the second
+    /// section is kept, interface 3 is not and ends the capture at packet 3).
+    #[test]
+    fn pcapng_interfaces_past_the_bound() {
+        let mut f = shb();
+        for _ in 0..3 {
+            f.extend(idb(1, &[]));
+        }
+        f.extend(epb(1, 1, b"a", 1));
+        f.extend(shb());
+        for _ in 0..4 {
+            f.extend(idb(1, &[]));
+        }
+        f.extend(epb(1, 2, b"b", 1));
+        f.extend(epb(3, 3, b"c", 1));
+        f.extend(epb(0, 4, b"d", 1));
+        let mut r = open(f.clone()).unwrap();
+        r.max_interfaces = 2;
+        let got = all(&mut r);
+        assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(r.interfaces_not_kept, 3);
+        assert_eq!(
+            r.truncated.as_deref(),
+            Some(
+                "packet 3 names interface 3, which was never described or is past the 2 \
+                 interfaces kept per section"
+            )
+        );
+        let mut r = open(f).unwrap();
+        assert_eq!(all(&mut r).len(), 4);
+        assert_eq!((r.interfaces_not_kept, r.truncated), (0, None));
+    }
 }
