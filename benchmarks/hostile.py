@@ -14,6 +14,7 @@ Built under `benchmarks/data/hostile/` (reused when present; `--rebuild` makes t
 * a SYN flood of 1M distinct connections (one SYN each, 100 µs apart: 100 s of capture time);
 * 100k Kafka connections that each send the first 100 bytes of a 1,000-byte request and stay
   open (a partial frame pending in every framer), and the same closed by FIN after the partial;
+* a pcapng of 1M interface description blocks (20 MB) and a packet on the last one kept;
 * the pcapng timestamp cases of `tests/test_capture_timestamps.py` (if_tsoffset 2^62 s,
   if_tsresol of seconds with times 2^40..2^64, the most negative offset).
 
@@ -212,6 +213,13 @@ def build_kafka_tiny_batches(path: Path) -> None:
     two_way(path, 9092, [(True, kafka_produce(1, batch * 800_000))])
 
 
+def build_kafka_max_record(path: Path) -> None:
+    """One Produce near the 100 MiB frame maximum: a single uncompressed record of a 91 MB
+    incompressible value (what a frame at the maximum costs the framing, whatever it holds)."""
+    batch = kafka_batch(0, kafka_records(0, 91_000_000), 1)
+    two_way(path, 9092, [(True, kafka_produce(1, batch))])
+
+
 def build_kafka_metadata_topics(path: Path) -> None:
     """Two Metadata v0 exchanges: a small answer (the broker's direction is then in step), then one
     of 1M empty 8-byte topics (error 0, name "", no partition): one element of the decoded body
@@ -329,6 +337,41 @@ def build_pulsar_acks(path: Path) -> None:
     two_way(path, 6650, [(True, simple(connect)), (False, simple(connected)), (True, ack)])
 
 
+def build_pulsar_max_frame(path: Path) -> None:
+    """A broker that allows 128 MiB messages (CONNECTED max_message_size), then one SEND of a
+    single uncompressed 120 MB incompressible message: a frame near the maximum."""
+    from wiredump.proto import PulsarApi_pb2 as api
+
+    def simple(cmd: api.BaseCommand) -> bytes:
+        c = cmd.SerializeToString()
+        return struct.pack(">II", 4 + len(c), len(c)) + c
+
+    connect = api.BaseCommand(type=api.BaseCommand.CONNECT)
+    connect.connect.client_version = "hostile"
+    connect.connect.protocol_version = 20
+    connected = api.BaseCommand(type=api.BaseCommand.CONNECTED)
+    connected.connected.server_version = "hostile"
+    connected.connected.protocol_version = 20
+    connected.connected.max_message_size = 128 * 1024 * 1024
+    producer = api.BaseCommand(
+        type=api.BaseCommand.PRODUCER,
+        producer=api.CommandProducer(topic="persistent://public/default/big", producer_id=0, request_id=1),
+    )
+    payload = incompressible(120_000_000)
+    cmd = api.BaseCommand(
+        type=api.BaseCommand.SEND, send=api.CommandSend(producer_id=0, sequence_id=0, num_messages=1)
+    )
+    meta = api.MessageMetadata(
+        producer_name="hostile", sequence_id=0, publish_time=TS0 // 1000, uncompressed_size=len(payload)
+    )
+    c, m = cmd.SerializeToString(), meta.SerializeToString()
+    tail = struct.pack(">I", len(m)) + m + payload
+    checksummed = b"\x0e\x01" + struct.pack(">I", crc32c.crc32c(tail)) + tail
+    send = struct.pack(">II", 4 + len(c) + len(checksummed), len(c)) + c + checksummed
+    exchanges = [(True, simple(connect)), (False, simple(connected)), (True, simple(producer)), (True, send)]
+    two_way(path, 6650, exchanges)
+
+
 # -- TANK ----------------------------------------------------------------------------------------
 def build_tank(path: Path) -> None:
     from tests.test_tank_crafted import chunk, consume_req, consume_resp, entry, produce_req, q, u32, varint
@@ -433,15 +476,35 @@ def build_timestamps(path: Path) -> None:
     crafted(path)
 
 
+def build_interfaces(path: Path, n: int = 1_000_000) -> None:
+    """One pcapng section describing n Ethernet interfaces (20-byte blocks, 20 MB), then a SYN on
+    interface 0 and one on interface 65,535, the last one kept (`Limits.max_interfaces`): the
+    934,464 blocks past it are counted, not kept (`interface_limit`)."""
+    from tests.test_capture_timestamps import epb, idb, shb
+
+    with open(path, "wb") as fh:
+        fh.write(shb())
+        one = idb()
+        for _ in range(n // 10_000):
+            fh.write(one * 10_000)
+        fh.write(one * (n % 10_000))
+        ip = struct.pack(">BBHHHBBHII", 0x45, 0, 40, 0, 0x4000, 64, 6, 0, 0x0B000001, 0x0A000001)
+        tcp = struct.pack(">HHIIBBHHH", 40000, 9092, 1, 0, 5 << 4, SYN, 65535, 0, 0)
+        frame = b"\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x01\x08\x00" + ip + tcp
+        fh.write(epb(0, TS0, frame, len(frame)) + epb(65_535, TS0 + 10, frame, len(frame)))
+
+
 def cases() -> Iterator[tuple[str, str, Callable[[Path], None]]]:
     for codec in KAFKA_CODECS:
         yield f"kafka-{codec}", "pcap", lambda p, c=codec: build_kafka(p, c)
     yield "kafka-tiny-batches", "pcap", build_kafka_tiny_batches
     yield "kafka-metadata-topics", "pcap", build_kafka_metadata_topics
+    yield "kafka-max-record", "pcap", build_kafka_max_record
     yield "kafka-pipelined", "pcap", build_kafka_pipelined
     for codec in PULSAR_CODECS:
         yield f"pulsar-{codec}", "pcap", lambda p, c=codec: build_pulsar(p, c)
     yield "pulsar-acks", "pcap", build_pulsar_acks
+    yield "pulsar-max-frame", "pcap", build_pulsar_max_frame
     yield "tank-snappy", "pcap", build_tank
     yield "tank-zero-chunk", "pcap", build_tank_zero_chunk
     yield "tank-tiny-bundles", "pcap", build_tank_tiny_bundles
@@ -450,6 +513,7 @@ def cases() -> Iterator[tuple[str, str, Callable[[Path], None]]]:
     yield "partial-100k-open", "pcap", lambda p: build_partial(p, close=False)
     yield "partial-100k-closed", "pcap", lambda p: build_partial(p, close=True)
     yield "pcapng-timestamps", "pcapng", build_timestamps
+    yield "pcapng-interfaces", "pcapng", build_interfaces
 
 
 # -- running -------------------------------------------------------------------------------------

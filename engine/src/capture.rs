@@ -24,6 +24,11 @@ pub const CHUNK: usize = 1 << 20;
 const READ_STEP: usize = 64 << 10;
 /// A record or block claiming more than this is treated as corruption, not buffered.
 pub const MAX_RECORD: usize = 16 << 20;
+/// Interfaces of one pcapng section kept: a file of tiny interface blocks would otherwise cost
+/// memory per block. Real captures describe a handful; the blocks past the bound are counted
+/// (`interfaces_not_kept`, one `interface_limit` anomaly) and a packet naming one of them ends the
+/// capture as a packet naming an undescribed interface does (Python's `capture.MAX_INTERFACES`).
+pub const MAX_INTERFACES: usize = 65_536;
 
 const PCAP_MAGIC_US: u32 = 0xA1B2_C3D4;
 const PCAP_MAGIC_NS: u32 = 0xA1B2_3C4D;
@@ -273,6 +278,10 @@ pub struct CaptureReader {
     pub truncated: Option<String>,
     /// pcapng records of interfaces with an unsupported link type.
     pub skipped_unknown_link: u64,
+    /// Interfaces kept per pcapng section ([`MAX_INTERFACES`] unless set before reading).
+    pub max_interfaces: usize,
+    /// pcapng interface blocks past `max_interfaces` in their section: counted, not kept.
+    pub interfaces_not_kept: u64,
     /// Packet records counted so far (skipped ones included).
     pub records: u64,
     format: Format,
@@ -436,6 +445,8 @@ impl CaptureReader {
             compression,
             truncated: None,
             skipped_unknown_link: 0,
+            max_interfaces: MAX_INTERFACES,
+            interfaces_not_kept: 0,
             records: 0,
             format: Format::Pcapng,
             input,
@@ -597,6 +608,8 @@ impl CaptureReader {
             compression: None,
             truncated: None,
             skipped_unknown_link: 0,
+            max_interfaces: MAX_INTERFACES,
+            interfaces_not_kept: 0,
             records: 0,
             format: Format::Pcapng,
             input: Box::new(io::empty()),
@@ -835,9 +848,9 @@ impl CaptureReader {
                     self.records = number;
                     let Some(iface) = self.ifaces.get(ifid).copied() else {
                         self.records = number - 1;
-                        self.stop(format!(
-                            "packet {number} names interface {ifid}, which was never described"
-                        ));
+                        let why =
+                            unknown_iface(number, ifid, self.ifaces.len(), self.max_interfaces);
+                        self.stop(why);
                         return None;
                     };
                     if !linktype_supported(iface.linktype) {
@@ -912,13 +925,30 @@ impl CaptureReader {
                         ));
                         return None;
                     }
-                    let iface = parse_idb(&b[p..p + blen], big);
-                    self.ifaces.push(iface);
+                    if self.ifaces.len() < self.max_interfaces {
+                        let iface = parse_idb(&b[p..p + blen], big);
+                        self.ifaces.push(iface);
+                    } else {
+                        self.interfaces_not_kept += 1;
+                    }
                 }
                 PCAPNG_SHB => self.ifaces.clear(),
                 _ => {}
             }
         }
+    }
+}
+
+/// Why the capture ends at a packet naming interface `ifid` when `kept` are known: never
+/// described, or described past the interfaces kept per section (Python's `_unknown_iface`).
+fn unknown_iface(number: u64, ifid: usize, kept: usize, bound: usize) -> String {
+    if kept >= bound {
+        format!(
+            "packet {number} names interface {ifid}, which was never described or is past \
+             the {bound} interfaces kept per section"
+        )
+    } else {
+        format!("packet {number} names interface {ifid}, which was never described")
     }
 }
 
@@ -1198,5 +1228,39 @@ mod tests {
             r.truncated.as_deref(),
             Some("packet 5 names interface 9, which was never described")
         );
+    }
+
+    /// Interfaces past `max_interfaces` in a section are counted, not kept (hand-computed: a
+    /// bound of 2, sections of 3 and 4 interfaces: 1 + 2 not kept; interface 1 of the second
+    /// section is kept, interface 3 is not and ends the capture at packet 3).
+    #[test]
+    fn pcapng_interfaces_past_the_bound() {
+        let mut f = shb();
+        for _ in 0..3 {
+            f.extend(idb(1, &[]));
+        }
+        f.extend(epb(1, 1, b"a", 1));
+        f.extend(shb());
+        for _ in 0..4 {
+            f.extend(idb(1, &[]));
+        }
+        f.extend(epb(1, 2, b"b", 1));
+        f.extend(epb(3, 3, b"c", 1));
+        f.extend(epb(0, 4, b"d", 1));
+        let mut r = open(f.clone()).unwrap();
+        r.max_interfaces = 2;
+        let got = all(&mut r);
+        assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(r.interfaces_not_kept, 3);
+        assert_eq!(
+            r.truncated.as_deref(),
+            Some(
+                "packet 3 names interface 3, which was never described or is past the 2 \
+                 interfaces kept per section"
+            )
+        );
+        let mut r = open(f).unwrap();
+        assert_eq!(all(&mut r).len(), 4);
+        assert_eq!((r.interfaces_not_kept, r.truncated), (0, None));
     }
 }

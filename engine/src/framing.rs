@@ -24,6 +24,10 @@ pub const RESYNC_KEEP: usize = 64 * 1024;
 pub const MAX_HEADER_WAIT: usize = 64 * 1024;
 /// Consumed bytes dropped from the front of a direction's buffer past this.
 pub const COMPACT_AT: usize = 256 * 1024;
+/// A direction buffer whose capacity passed this is freed, not kept, once its bytes are all
+/// consumed: a frame near a protocol's maximum (100 MiB and more) must not leave its buffer's
+/// memory held for the rest of the connection.
+pub const RELEASE_AT: usize = 1 << 20;
 /// A resynchronising direction is scanned again once this many new bytes came (or it doubled).
 pub const RESYNC_STEP: usize = 16 * 1024;
 /// Up to this many bytes, a resynchronising direction is scanned again whenever the other side
@@ -99,6 +103,18 @@ impl Dir {
 
     fn avail(&self) -> usize {
         self.buf.len() - self.pos
+    }
+
+    /// Forgets the consumed buffer (all of it is consumed): a large one is freed, a small one
+    /// kept for the next bytes.
+    fn release(&mut self) {
+        self.base += self.buf.len() as u64;
+        if self.buf.capacity() > RELEASE_AT {
+            self.buf = Vec::new();
+        } else {
+            self.buf.clear();
+        }
+        self.pos = 0;
     }
 }
 
@@ -215,9 +231,7 @@ impl ConnectionFramer {
             return;
         }
         if d.pos >= d.buf.len() {
-            d.base += d.buf.len() as u64;
-            d.buf.clear();
-            d.pos = 0;
+            d.release();
         } else if d.pos > COMPACT_AT {
             d.buf.drain(..d.pos);
             d.base += d.pos as u64;
@@ -393,12 +407,21 @@ impl ConnectionFramer {
             if avail < n {
                 return;
             }
+            // The frame is decoded from the direction's buffer itself, not a copy: a frame near
+            // the protocol's maximum (Kafka's 100 MiB, a Pulsar broker's 128 MiB) would cost
+            // its size once more. The buffer is moved out while the session reads it (nothing
+            // else touches this direction's bytes during `decode`) and moved back after.
             let d = &mut self.dirs[i];
-            let data = d.buf[pos..pos + n].to_vec();
-            d.pos = pos + n;
+            let buf = std::mem::take(&mut d.buf);
             d.need = 0;
             let start = d.base + pos as u64;
-            self.decode(out, i, data, start, true);
+            self.decode(out, i, &buf[pos..pos + n], start, true);
+            let d = &mut self.dirs[i];
+            d.buf = buf;
+            d.pos = pos + n;
+            if d.pos >= d.buf.len() {
+                d.release(); // freed before more bytes come, when large
+            }
         }
     }
 
@@ -446,21 +469,13 @@ impl ConnectionFramer {
         }
     }
 
-    fn decode(
-        &mut self,
-        out: &mut dyn Output,
-        i: usize,
-        data: Vec<u8>,
-        start: u64,
-        complete: bool,
-    ) {
+    fn decode(&mut self, out: &mut dyn Output, i: usize, data: &[u8], start: u64, complete: bool) {
         let role = self.dirs[i].role;
         let (first_packet, last_packet, ts_us) = self.span(i, start, start + data.len() as u64);
         let got = {
             let session = &mut self.session;
             let ctx = &mut self.ctx;
-            let bytes = &data[..];
-            shielded(|| session.decode(ctx, bytes, role, complete))
+            shielded(|| session.decode(ctx, data, role, complete))
         };
         self.flush_reports(out);
         let frames = match got {
@@ -501,7 +516,7 @@ impl ConnectionFramer {
                     );
                 }
                 if self.keep_bytes && f.data.is_none() {
-                    f.data = Some(data.clone());
+                    f.data = Some(data.to_vec()); // only when asked (`keep_bytes`)
                 }
             }
             self.emit(out, fr);
@@ -551,11 +566,15 @@ impl ConnectionFramer {
         };
         if mode == Mode::Framing && has {
             let d = &mut self.dirs[i];
-            let data = d.buf[d.pos..].to_vec();
-            let start = d.base + d.pos as u64;
-            d.pos = d.buf.len();
+            let buf = std::mem::take(&mut d.buf);
+            let from = d.pos;
+            let start = d.base + from as u64;
             d.need = 0;
-            self.decode(out, i, data, start, false);
+            self.decode(out, i, &buf[from..], start, false);
+            let d = &mut self.dirs[i];
+            d.buf = buf;
+            d.pos = d.buf.len();
+            d.release();
         } else if mode == Mode::Resync && has && scanned > 0 && self.try_resync(out, i) {
             self.run(out, i); // the frames in the bytes that had not been scanned yet
             self.flush_partial(out, i);

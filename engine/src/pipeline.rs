@@ -43,6 +43,8 @@ pub struct EngineLimits {
     pub codec: Limits,
     pub max_stream_buffer: u64,
     pub max_connections: usize,
+    /// pcapng interfaces kept per section (Python's `Limits.max_interfaces`).
+    pub max_interfaces: usize,
     pub half_open_us: i64,
     pub closed_linger_us: i64,
     pub max_out_of_order: usize,
@@ -57,6 +59,7 @@ impl Default for EngineLimits {
             codec: Limits::default(),
             max_stream_buffer: 128 << 20,
             max_connections: 16_384,
+            max_interfaces: crate::capture::MAX_INTERFACES,
             half_open_us: 60_000_000,
             closed_linger_us: 10_000_000,
             max_out_of_order: 8 << 20,
@@ -954,6 +957,8 @@ impl Dissection {
         opts: Options,
         protocols: Vec<Box<dyn Protocol>>,
     ) -> Result<Dissection, String> {
+        let mut reader = reader;
+        reader.max_interfaces = opts.limits.max_interfaces;
         let cap = Capture::new(&reader.name, opts, protocols)?;
         let l = &cap.opts.limits;
         let mut engine = StreamEngine::new(reader, l.max_out_of_order, Vec::new());
@@ -1218,6 +1223,15 @@ impl Dissection {
                     cap.q.ready.push_back(Ready::Anomaly(a));
                 }
             }
+            let n = reader.interfaces_not_kept;
+            if n != 0 {
+                let mut a = Anomaly::new(
+                    "interface_limit",
+                    interface_limit_detail(n, l.max_interfaces),
+                );
+                a.packet = packets;
+                cap.q.ready.push_back(Ready::Anomaly(a));
+            }
         }
         cap.release(true, &mut self.out);
         self.out.push_back(Record::CaptureEnd(CaptureEnd {
@@ -1228,6 +1242,16 @@ impl Dissection {
         }));
         self.done = true;
     }
+}
+
+/// The `interface_limit` detail: `n` pcapng interface blocks past the `bound` kept per section
+/// (Python's `pipeline._interface_limit_detail`).
+fn interface_limit_detail(n: u64, bound: usize) -> String {
+    format!(
+        "{n} pcapng interface block{} not kept: past the {bound} interfaces kept per section \
+         (a packet naming one ends the capture)",
+        if n != 1 { "s" } else { "" }
+    )
 }
 
 /// An anomaly detail made before its connection's roles were swapped, as it would read after

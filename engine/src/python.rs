@@ -120,7 +120,7 @@ impl StreamReader {
     }
 
     /// Sets the server ports and the out-of-order bound; only before the first batch.
-    #[pyo3(signature = (server_ports, max_out_of_order, max_connections=65_536, half_open_us=60_000_000, closed_linger_us=10_000_000))]
+    #[pyo3(signature = (server_ports, max_out_of_order, max_connections=65_536, half_open_us=60_000_000, closed_linger_us=10_000_000, max_interfaces=crate::capture::MAX_INTERFACES))]
     fn configure(
         &mut self,
         server_ports: Vec<u16>,
@@ -128,6 +128,7 @@ impl StreamReader {
         max_connections: usize,
         half_open_us: i64,
         closed_linger_us: i64,
+        max_interfaces: usize,
     ) -> PyResult<()> {
         if self.engine.packets != 0 || self.engine.finished() {
             return Err(pyo3::exceptions::PyRuntimeError::new_err(
@@ -141,6 +142,7 @@ impl StreamReader {
         };
         self.engine
             .configure(max_out_of_order, server_ports, retention);
+        self.engine.reader.max_interfaces = max_interfaces;
         Ok(())
     }
 
@@ -190,6 +192,12 @@ impl StreamReader {
     #[getter]
     fn half_open_released(&self) -> u64 {
         self.engine.tcp.half_open_released
+    }
+
+    /// pcapng interface blocks past `max_interfaces` in their section (counted, not kept).
+    #[getter]
+    fn interfaces_not_kept(&self) -> u64 {
+        self.engine.reader.interfaces_not_kept
     }
 
     /// Connections released early because `max_connections` were tracked at once.

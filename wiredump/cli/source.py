@@ -154,6 +154,19 @@ class _TrackedReader:
     def skipped_unknown_link(self) -> int:
         return self._reader.skipped_unknown_link
 
+    @property
+    def interfaces_not_kept(self) -> int:
+        return self._reader.interfaces_not_kept
+
+    @property
+    def max_interfaces(self) -> int:
+        return self._reader.max_interfaces
+
+    @max_interfaces.setter
+    def max_interfaces(self, bound: int) -> None:
+        """Set by the pipeline from its `Limits` before the first record."""
+        self._reader.max_interfaces = bound
+
     def __iter__(self) -> Iterator[Record]:
         times = self._times
         progress = self._progress

@@ -82,6 +82,12 @@ ENGINE_KINDS: tuple[AnomalyKind, ...] = (
         "more connections tracked at once than wiredump keeps: the quietest were released early, and a "
         "later packet of theirs starts a new stream",
     ),
+    AnomalyKind(
+        "interface_limit",
+        WARNING,
+        "pcapng interface description blocks past the interfaces kept per section (`Limits.max_interfaces`),"
+        " counted in one anomaly at the end of the capture; a packet naming one ends the capture",
+    ),
     # -- framing ----------------------------------------------------------------------------------------
     AnomalyKind(
         "resync",

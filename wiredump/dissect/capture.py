@@ -52,6 +52,11 @@ GZIP_OUT_CHUNK = 1 << 20
 """Most bytes one gzip step may inflate to, so a compression bomb cannot blow up memory."""
 MAX_RECORD = 16 << 20
 """A record claiming more than this is treated as corruption, not buffered."""
+MAX_INTERFACES = 65_536
+"""Interfaces of one pcapng section kept: each is a tuple (~16× the bytes of its block), so a file of
+tiny interface blocks would otherwise cost memory per block. Real captures describe a handful; the
+blocks past the bound are counted (`interfaces_not_kept`, one `interface_limit` anomaly) and a
+packet naming one of them ends the capture as a packet naming an undescribed interface does."""
 TS_MIN_US = -62_135_596_800_000_000
 """0001-01-01T00:00:00Z in microseconds: the earliest time every sink can represent."""
 TS_MAX_US = 253_402_300_799_999_999
@@ -253,19 +258,33 @@ def _time_note(t_us: int, iface: int, desc: str) -> str:
     )
 
 
+def _unknown_iface(number: int, ifid: int, kept: int, bound: int) -> str:
+    """Why the capture ends at a packet naming interface `ifid` when `kept` are known: never
+    described, or described past the interfaces kept per section (its block was counted, not kept)."""
+    if kept >= bound:
+        return (
+            f"packet {number} names interface {ifid}, which was never described or is past "
+            f"the {bound} interfaces kept per section"
+        )
+    return f"packet {number} names interface {ifid}, which was never described"
+
+
 class CaptureReader:
     """Iterates the packet records of one pcap or pcapng capture (optionally gzip'd, or stdin).
 
     Opening reads and checks the file header (raising CaptureError); iteration is single-pass.
     After iteration `truncated` says why the file ended early (else None) and
-    `skipped_unknown_link` counts pcapng records of interfaces with an unsupported link type.
+    `skipped_unknown_link` counts pcapng records of interfaces with an unsupported link type and
+    `interfaces_not_kept` the interface blocks past `max_interfaces` in their section.
     """
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, max_interfaces: int = MAX_INTERFACES):
         self.path = path
         self.name = "stdin" if path == "-" else path
         self.truncated: str | None = None
         self.skipped_unknown_link = 0
+        self.max_interfaces = max_interfaces
+        self.interfaces_not_kept = 0
         self.records = 0
         self.compression: str | None = None  # "gzip", "zstd", "lz4", "xz", "bzip2"
         self.format = ""
@@ -472,6 +491,7 @@ class CaptureReader:
         epb = struct.Struct("<IIIII")
         # per interface: (linktype, mult, div, shift, offset_us, snaplen, description of its clock)
         ifaces: list[tuple[int, int, int, int, int, int, str]] = []
+        max_ifaces = self.max_interfaces
         ts_min, ts_max = TS_MIN_US, TS_MAX_US
         last_ts = 0  # the last representable time, given to a packet whose own time is not
         supported = SUPPORTED_LINKTYPES
@@ -526,7 +546,7 @@ class CaptureReader:
                     ifid, hi, lo, caplen, origlen = epb.unpack_from(buf, pos + 8)
                     number += 1
                     if ifid >= len(ifaces):
-                        self.truncated = f"packet {number} names interface {ifid}, which was never described"
+                        self.truncated = _unknown_iface(number, ifid, len(ifaces), max_ifaces)
                         self.records = number - 1
                         return
                     lt, mult, div, shift, offset_us, _snap, desc = ifaces[ifid]
@@ -573,7 +593,7 @@ class CaptureReader:
                     ifid = struct.unpack_from(endian + "H", buf, pos + 8)[0]
                     hi, lo, caplen, origlen = struct.unpack_from(endian + "IIII", buf, pos + 12)
                     if ifid >= len(ifaces):
-                        self.truncated = f"packet {number} names interface {ifid}, which was never described"
+                        self.truncated = _unknown_iface(number, ifid, len(ifaces), max_ifaces)
                         self.records = number - 1
                         return
                     lt, mult, div, shift, offset_us, _snap, desc = ifaces[ifid]
@@ -596,7 +616,10 @@ class CaptureReader:
                         self.truncated = f"corrupt pcapng interface block after packet {number}"
                         self.records = number
                         return
-                    ifaces.append(self._parse_idb(buf, pos, blen, endian))
+                    if len(ifaces) < max_ifaces:
+                        ifaces.append(self._parse_idb(buf, pos, blen, endian))
+                    else:
+                        self.interfaces_not_kept += 1
                 elif btype == PCAPNG_SHB:
                     ifaces = []  # a new section describes its own interfaces
                 pos = end

@@ -42,6 +42,10 @@ RESYNC_KEEP = 64 * 1024
 MAX_HEADER_WAIT = 64 * 1024
 """A session that cannot size a frame after this many bytes is looking at garbage."""
 COMPACT_AT = 256 * 1024
+RELEASE_AT = 1 << 20
+"""A direction buffer this large whose bytes are all in the frame being cut is let go before the
+frame is decoded: a frame near a protocol's maximum (100 MiB and more) would otherwise be held
+twice (buffer and frame) while its decode makes more."""
 RESYNC_STEP = 16 * 1024
 EAGER_RESYNC = 4096
 """Up to this many bytes, a resynchronising direction is scanned again whenever the other side
@@ -245,10 +249,19 @@ class ConnectionFramer:
                 d.need = n
             if avail < n:
                 return
-            data = bytes(buf[pos : pos + n])
+            # One copy at most (a memoryview slice is not one), none when the frame is the buffer.
+            if pos == 0 and n == len(buf) and isinstance(buf, bytes):
+                data = buf
+            else:
+                with memoryview(buf) as view:
+                    data = bytes(view[pos : pos + n])
             d.pos = pos + n
             d.need = 0
             start = d.base + pos
+            if d.pos == len(buf) and len(buf) > RELEASE_AT:
+                d.base += len(buf)
+                d.buf, d.pos = b"", 0
+            del buf
             self._decode(d, data, start, True)
 
     def _try_resync(self, d: _Direction) -> bool:

@@ -63,6 +63,11 @@ class Limits:
     (9.6 GB in either engine); real commands are a few KB (an ACK of 1,000 ids: ~20 KB; a
     namespace's topic list of 2 MiB is ~40,000 names). Past it the frame is named and sized, its
     command not decoded (`command_limit`); the status stays ok."""
+    max_interfaces: int = 65_536
+    """pcapng interface description blocks kept per section (`capture.MAX_INTERFACES`): each kept
+    one costs ~16× its bytes, and real captures describe a handful. The blocks past it are counted
+    in one `interface_limit` anomaly; a packet naming one of them ends the capture (`truncated_capture`)
+    as a packet naming an undescribed interface does."""
     max_connections: int = 16_384
     """Connections whose state the reassembler keeps at once (closed ones waiting for their
     last packets, half-open ones waiting for data). Past this the oldest is released: its

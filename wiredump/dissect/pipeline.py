@@ -616,6 +616,8 @@ def dissect_capture(reader: CaptureReader, options: Options) -> Iterator[Event]:
     cap = _Capture(reader.name, options)
     tcp = cap.tcp = TcpReassembler(cap, cap.limits, cap.server_ports, cap.on_release)
     packets = 0
+    if hasattr(reader, "max_interfaces"):
+        reader.max_interfaces = cap.limits.max_interfaces
     for rec in reader:
         packets = rec.number
         cap.now_us = rec.ts_us
@@ -653,6 +655,15 @@ def dissect_capture(reader: CaptureReader, options: Options) -> Iterator[Event]:
         getattr(reader, "skipped_unknown_link", 0),
         tcp.half_open_released,
         tcp.evicted,
+        getattr(reader, "interfaces_not_kept", 0),
+    )
+
+
+def _interface_limit_detail(n: int, bound: int) -> str:
+    """The `interface_limit` detail: `n` pcapng interface blocks past the `bound` kept per section."""
+    return (
+        f"{n} pcapng interface block{'s' if n != 1 else ''} not kept: past the {bound} interfaces kept"
+        " per section (a packet naming one ends the capture)"
     )
 
 
@@ -663,6 +674,7 @@ def finish_capture(
     skipped_unknown_link: int,
     half_open_released: int,
     evicted: int,
+    interfaces_not_kept: int = 0,
 ) -> Iterator[Event]:
     """The end of one capture, whichever engine read it: the capture-wide anomalies (a truncated
     file, connections released early), the last held frames and the connections' rows, then
@@ -696,6 +708,9 @@ def finish_capture(
                         cap.name,
                     )
                 )
+        if interfaces_not_kept:
+            detail = _interface_limit_detail(interfaces_not_kept, cap.limits.max_interfaces)
+            cap.ready.append(Event(ANOMALY, Anomaly("interface_limit", detail, packet=packets), cap.name))
     yield from cap.release(final=True)  # the connections' rows come last, in stream order
     yield Event(CAPTURE_END, CaptureEnd(cap.name, packets, truncated, skipped_unknown_link), cap.name)
 

@@ -128,10 +128,15 @@ class RustCapture:
         """Optional callable(number, ts_us) called for every record (the CLI's packet times)."""
 
     def configure(
-        self, server_ports: frozenset[int], max_out_of_order: int, retention: tuple[int, int, int]
+        self,
+        server_ports: frozenset[int],
+        max_out_of_order: int,
+        retention: tuple[int, int, int],
+        max_interfaces: int,
     ) -> None:
-        """Server ports, the out-of-order bound and (max_connections, half_open_us, closed_linger_us)."""
-        self._reader.configure(sorted(server_ports), max_out_of_order, *retention)
+        """Server ports, the out-of-order bound, (max_connections, half_open_us, closed_linger_us)
+        and the pcapng interfaces kept per section."""
+        self._reader.configure(sorted(server_ports), max_out_of_order, *retention, max_interfaces)
 
     def __iter__(self) -> Iterator[list[tuple]]:
         return iter(self._reader)
@@ -151,6 +156,10 @@ class RustCapture:
     @property
     def evicted(self) -> int:
         return self._reader.evicted
+
+    @property
+    def interfaces_not_kept(self) -> int:
+        return self._reader.interfaces_not_kept
 
     @property
     def bytes_read(self) -> int:
@@ -197,6 +206,7 @@ def dissect_native(reader: RustCapture, options: Options) -> Iterator[Event]:
         cap.server_ports,
         limits.max_out_of_order,
         (limits.max_connections, limits.half_open_us, limits.closed_linger_us),
+        limits.max_interfaces,
     )
     roles = _Roles(reader)
     cap.tcp = roles  # type: ignore[assignment]
@@ -272,5 +282,11 @@ def dissect_native(reader: RustCapture, options: Options) -> Iterator[Event]:
                     yield from cap.release()
                 started = False
     yield from finish_capture(
-        cap, packets, reader.truncated, reader.skipped_unknown_link, reader.half_open_released, reader.evicted
+        cap,
+        packets,
+        reader.truncated,
+        reader.skipped_unknown_link,
+        reader.half_open_released,
+        reader.evicted,
+        reader.interfaces_not_kept,
     )

@@ -1228,7 +1228,7 @@ impl PulsarSession {
             body = Cow::Owned(joined.payload);
         }
 
-        let unpacked = {
+        let mut unpacked = {
             let mut limits = ctx.limits.borrow_mut();
             let keep = limits.max_messages as usize;
             payload::unpack(meta, &body, &mut limits, keep)
@@ -1333,7 +1333,7 @@ impl PulsarSession {
 
         let publish = meta.uint("publish_time");
         let compression = unpacked.compression.map(Cow::Borrowed);
-        for (e, sd) in unpacked.entries.iter().zip(singles) {
+        for (e, sd) in unpacked.entries.iter_mut().zip(singles) {
             let mut detail = base.clone();
             let (key, props, null_value) = if let Some(s) = &e.single {
                 detail.set("batch_index", e.batch_index.map_or(Value::Null, Value::Int));
@@ -1402,7 +1402,9 @@ impl PulsarSession {
                     _ => None,
                 })
                 .collect();
-            let value = if null_value { None } else { e.value.clone() };
+            // Moved, not copied: a message near the 128 MiB frame maximum would cost its
+            // size once more (the entries are not read after this loop).
+            let value = if null_value { None } else { e.value.take() };
             f.messages.push(Message {
                 direction: Some(direction),
                 value_size: e.value_size as i64,

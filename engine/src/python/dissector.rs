@@ -56,6 +56,7 @@ fn read_options(py_opts: &Bound<'_, PyAny>) -> PyResult<(Options, Option<Vec<Str
         },
         max_stream_buffer: get("max_stream_buffer")?,
         max_connections: get("max_connections")? as usize,
+        max_interfaces: get("max_interfaces")? as usize,
         half_open_us: l.getattr("half_open_us")?.extract()?,
         closed_linger_us: l.getattr("closed_linger_us")?.extract()?,
         max_out_of_order: get("max_out_of_order")? as usize,
