@@ -38,6 +38,7 @@ import sys
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import cramjam
 import crc32c
@@ -263,14 +264,31 @@ PULSAR_CODECS: dict[str, tuple[int, Callable[[bytes], bytes]]] = {
 }
 
 
+def pulsar_simple(cmd: Any) -> bytes:
+    """A Pulsar simple command frame: total size, command size, the BaseCommand."""
+    c = cmd.SerializeToString()
+    return struct.pack(">II", 4 + len(c), len(c)) + c
+
+
+def pulsar_big_handshake() -> list[tuple[bool, bytes]]:
+    """CONNECT, then a CONNECTED from a broker that allows 128 MiB messages (max_message_size),
+    so that the frames after it may be as large as the hostile cases need."""
+    from wiredump.proto import PulsarApi_pb2 as api
+
+    connect = api.BaseCommand(type=api.BaseCommand.CONNECT)
+    connect.connect.client_version = "hostile"
+    connect.connect.protocol_version = 20
+    connected = api.BaseCommand(type=api.BaseCommand.CONNECTED)
+    connected.connected.server_version = "hostile"
+    connected.connected.protocol_version = 20
+    connected.connected.max_message_size = 128 * 1024 * 1024
+    return [(True, pulsar_simple(connect)), (False, pulsar_simple(connected))]
+
+
 def build_pulsar(path: Path, codec: str) -> None:
     from wiredump.proto import PulsarApi_pb2 as api
 
     n = 2_000_000
-
-    def simple(cmd: api.BaseCommand) -> bytes:
-        c = cmd.SerializeToString()
-        return struct.pack(">II", 4 + len(c), len(c)) + c
 
     def entry(value: bytes) -> bytes:
         single = api.SingleMessageMetadata(payload_size=len(value)).SerializeToString()
@@ -305,7 +323,7 @@ def build_pulsar(path: Path, codec: str) -> None:
             topic="persistent://public/default/amplified", producer_id=0, request_id=1
         ),
     )
-    two_way(path, 6650, [(True, simple(connect)), (True, simple(producer)), (True, send)])
+    two_way(path, 6650, [(True, pulsar_simple(connect)), (True, pulsar_simple(producer)), (True, send)])
 
 
 def build_pulsar_acks(path: Path) -> None:
@@ -313,17 +331,6 @@ def build_pulsar_acks(path: Path) -> None:
     repeated message_id holds 10M minimal 6-byte MessageIdData (ledgerId 0, entryId 0)."""
     from wiredump.proto import PulsarApi_pb2 as api
 
-    def simple(cmd: api.BaseCommand) -> bytes:
-        c = cmd.SerializeToString()
-        return struct.pack(">II", 4 + len(c), len(c)) + c
-
-    connect = api.BaseCommand(type=api.BaseCommand.CONNECT)
-    connect.connect.client_version = "hostile"
-    connect.connect.protocol_version = 20
-    connected = api.BaseCommand(type=api.BaseCommand.CONNECTED)
-    connected.connected.server_version = "hostile"
-    connected.connected.protocol_version = 20
-    connected.connected.max_message_size = 128 * 1024 * 1024
     one = api.CommandAck(consumer_id=1, ack_type=0)
     one.message_id.add(ledgerId=0, entryId=0)
     head = api.CommandAck(consumer_id=1, ack_type=0).SerializeToString()
@@ -334,7 +341,7 @@ def build_pulsar_acks(path: Path) -> None:
     cmd = api.BaseCommand(type=api.BaseCommand.ACK).SerializeToString()
     cmd += uvarint(ack_field << 3 | 2) + uvarint(len(body)) + body
     ack = struct.pack(">II", 4 + len(cmd), len(cmd)) + cmd
-    two_way(path, 6650, [(True, simple(connect)), (False, simple(connected)), (True, ack)])
+    two_way(path, 6650, [*pulsar_big_handshake(), (True, ack)])
 
 
 def build_pulsar_max_frame(path: Path) -> None:
@@ -342,17 +349,6 @@ def build_pulsar_max_frame(path: Path) -> None:
     single uncompressed 120 MB incompressible message: a frame near the maximum."""
     from wiredump.proto import PulsarApi_pb2 as api
 
-    def simple(cmd: api.BaseCommand) -> bytes:
-        c = cmd.SerializeToString()
-        return struct.pack(">II", 4 + len(c), len(c)) + c
-
-    connect = api.BaseCommand(type=api.BaseCommand.CONNECT)
-    connect.connect.client_version = "hostile"
-    connect.connect.protocol_version = 20
-    connected = api.BaseCommand(type=api.BaseCommand.CONNECTED)
-    connected.connected.server_version = "hostile"
-    connected.connected.protocol_version = 20
-    connected.connected.max_message_size = 128 * 1024 * 1024
     producer = api.BaseCommand(
         type=api.BaseCommand.PRODUCER,
         producer=api.CommandProducer(topic="persistent://public/default/big", producer_id=0, request_id=1),
@@ -368,8 +364,7 @@ def build_pulsar_max_frame(path: Path) -> None:
     tail = struct.pack(">I", len(m)) + m + payload
     checksummed = b"\x0e\x01" + struct.pack(">I", crc32c.crc32c(tail)) + tail
     send = struct.pack(">II", 4 + len(c) + len(checksummed), len(c)) + c + checksummed
-    exchanges = [(True, simple(connect)), (False, simple(connected)), (True, simple(producer)), (True, send)]
-    two_way(path, 6650, exchanges)
+    two_way(path, 6650, [*pulsar_big_handshake(), (True, pulsar_simple(producer)), (True, send)])
 
 
 # -- TANK ----------------------------------------------------------------------------------------
