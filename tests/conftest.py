@@ -63,14 +63,12 @@ def no_internal_errors(request: pytest.FixtureRequest, monkeypatch: pytest.Monke
     """Fail any test during which wiredump reported an `internal_error` (a decoder bug caught by the
     shield), whatever the capture: real, crafted, variant or fuzzed.
 
-    Watched in two places: the one function that makes every internal_error anomaly
-    (`internal.internal_error`, which the engine calls through its module) and the events of
-    `pipeline.dissect_capture` (and every module that imported that name), which `dissect`, the
-    CLI and the Spark export all go through (so an internal_error anomaly made any other way is
-    caught too), and the anomalies batches the native export's fast path writes (its rows never
-    become pipeline events: `TableWriter.write_batch` is where they surface). What is seen is
-    appended to a
-    file, so that workers forked by `--workers` report to the test that started them.
+    Watched in two places: the events of `pipeline.dissect_capture` (and every module that
+    imported that name), which `dissect`, the CLI, the tests' crafted conversations and the Spark
+    data source all go through, and the anomalies batches the export's fast path writes (its rows
+    never become pipeline events: `TableWriter.write_batch` is where they surface). What is seen
+    is appended to a file, so that workers forked by `--workers` report to the test that started
+    them.
     """
     if request.node.get_closest_marker(INTERNAL_ERROR_MARK):
         yield
@@ -82,13 +80,6 @@ def no_internal_errors(request: pytest.FixtureRequest, monkeypatch: pytest.Monke
     def note(line: str) -> None:
         with open(log, "a") as fh:
             fh.write(line.replace("\n", " ") + "\n")
-
-    real_make = internal.internal_error
-
-    def watched_make(*args, **kwargs):
-        a = real_make(*args, **kwargs)
-        note(f"made: {a.detail}")
-        return a
 
     real_dissect_capture = pipeline.dissect_capture
 
@@ -108,7 +99,6 @@ def no_internal_errors(request: pytest.FixtureRequest, monkeypatch: pytest.Monke
                     note(f"{r['capture']} packet {r['packet']}: {r['detail']}")
         return real_write_batch(self, batch)
 
-    monkeypatch.setattr(internal, "internal_error", watched_make)
     monkeypatch.setattr(tables.TableWriter, "write_batch", watched_write_batch)
     monkeypatch.setattr(pipeline, "dissect_capture", watched_dissect_capture)
     import wiredump.cli.source  # noqa: F401  (binds dissect_capture at import: patched below too)

@@ -1,12 +1,14 @@
 """Anomaly kinds are declared once (wiredump.dissect.anomalies and each protocol's anomalies.py).
 
-The code is read (its syntax tree, not wiredump's output) for every kind it can report: the
-first argument of `Anomaly(...)`, the kind of `frame.flag(status, kind, ...)` and of Kafka's
-record `_problem(rc, status, kind, ...)`, the first item of a `problems.append((kind, ...))`
-tuple, string values given to a variable named `kind`, and module constants used in those
-places (`internal.INTERNAL_ERROR`, `codecs.FAILED`…). Each must be declared, so that a new
-kind cannot be forgotten by `check`, the timeline or the docs; and each declared kind must
-occur in the code, so that the list holds no kind that is never reported.
+The code is read (not wiredump's output) for every kind it can report. The engine's Rust sources
+(engine/src): the kind given to `Anomaly::new(kind, …)`, `frame.flag(status, kind, …)`,
+`frame.note(kind, …)`, `anomaly([conn,] kind, …)` and `problem(status, kind, …)`, as a literal or
+a `const NAME: &str` of the crate. The Python face's syntax tree: the first argument of
+`Anomaly(...)`, the kind of `frame.flag(status, kind, ...)`, the first item of a
+`problems.append((kind, ...))` tuple, string values given to a variable named `kind`, and module
+constants used in those places. Each must be declared, so that a new kind cannot be forgotten by
+`check`, the timeline or the docs; and each declared kind must occur in the code, so that the
+list holds no kind that is never reported.
 """
 
 from __future__ import annotations
@@ -25,6 +27,20 @@ from wiredump.dissect.protocols import all_protocols
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "wiredump"
+ENGINE = ROOT / "engine" / "src"
+KIND = r'(?:"([a-z][a-z0-9_]+)"|([A-Z][A-Z0-9_]+)\b)'
+"""A kind in Rust: a literal, or a constant's name."""
+RUST_CALLS = [
+    re.compile(p.replace("KIND", KIND))
+    for p in (
+        r"Anomaly::new\(\s*KIND",
+        r"\.flag\(\s*[^,()]+(?:\([^()]*\))?,\s*KIND",
+        r"\.note\(\s*KIND",
+        r"\banomaly\(\s*(?:[a-z_.&]+,\s*)?KIND",
+        r"\bproblem\(\s*(?:None|Some\([^()]*\)|[^,()]+),\s*KIND",
+    )
+]
+RUST_CONST = re.compile(r'const ([A-Z][A-Z0-9_]+): &(?:\'static )?str = "([a-z][a-z0-9_]*)";')
 KIND_ARG = {"Anomaly": 0, "flag": 1, "_problem": 2}
 """Callee name -> position of the kind argument."""
 
@@ -135,10 +151,61 @@ def reported_kinds(sources: dict[str, str]) -> dict[str, set[str]]:
     return found
 
 
+def rust_kinds(sources: dict[str, str]) -> dict[str, set[str]]:
+    """kind -> where (file:line) for every kind the given Rust sources (path -> text) can report."""
+    consts: dict[str, set[str]] = {}
+    for text in sources.values():
+        for name, value in RUST_CONST.findall(text):
+            consts.setdefault(name, set()).add(value)
+    found: dict[str, set[str]] = {}
+    for path, text in sources.items():
+        for call in RUST_CALLS:
+            for m in call.finditer(text):
+                literal, const = m.group(1), m.group(2)
+                where = f"{path}:{text.count(chr(10), 0, m.start()) + 1}"
+                for kind in {literal} if literal else consts.get(const, set()):
+                    found.setdefault(kind, set()).add(where)
+    return found
+
+
+def _rust_sources() -> dict[str, str]:
+    return {str(p.relative_to(ROOT)): p.read_text() for p in sorted(ENGINE.rglob("*.rs"))}
+
+
 @pytest.fixture(scope="module")
 def in_code() -> dict[str, set[str]]:
     paths = [p for p in _sources() if not _is_declaration(p)]
-    return reported_kinds({str(p.relative_to(ROOT)): p.read_text() for p in paths})
+    found = reported_kinds({str(p.relative_to(ROOT)): p.read_text() for p in paths})
+    for kind, where in rust_kinds(_rust_sources()).items():
+        found.setdefault(kind, set()).update(where)
+    return found
+
+
+def test_the_rust_scanner_finds_every_form_of_kind() -> None:
+    src = """
+const INTERNAL: &str = "k_const";
+fn f(frame: &mut Frame, ctx: &mut ConnCtx) {
+    frame.add(Anomaly::new("k_new", detail));
+    frame.add(Anomaly::new(
+        INTERNAL,
+        detail,
+    ));
+    f.flag(Status::Malformed, "k_flag", d, Some(8));
+    f.flag(
+        status_of(x),
+        "k_flag_split",
+        d,
+    );
+    f.note("k_note", detail, Some(8));
+    out.anomaly(conn, "k_anomaly", detail, packet);
+    problem(None, "k_problem", detail);
+    problem(Some("malformed"), "k_problem2", detail);
+    let not_a_kind = "nothing";
+}
+"""
+    assert set(rust_kinds({"snippet.rs": src})) == {
+        "k_const", "k_new", "k_flag", "k_flag_split", "k_note", "k_anomaly", "k_problem", "k_problem2",
+    }  # fmt: skip
 
 
 def test_the_scanner_finds_every_form_of_kind() -> None:
@@ -181,16 +248,18 @@ def test_every_kind_in_the_code_is_declared(in_code: dict[str, set[str]]) -> Non
     for kind in (
         "gap",
         "resync",
-        "internal_error",
+        "anomaly_limit",
         "malformed",
-        "decompression_failed",
+        "oversize_frame",
         "unexpected_response",
+        "append_block",
     ):
         assert kind in in_code, kind
 
 
 def test_every_declared_kind_occurs_in_the_code() -> None:
     texts = "\n".join(p.read_text() for p in _sources() if not _is_declaration(p))
+    texts += "\n".join(_rust_sources().values())
     literals = set(re.findall(r"""["']([a-z][a-z0-9_]*)["']""", texts))
     assert sorted(set(anomalies.declared()) - literals) == []
 

@@ -31,7 +31,7 @@ def test_dissect_stays_callable_after_the_engine_package_is_imported(captures: P
     # `import wiredump.dissect.pipeline` binds `wiredump.dissect` to the package: still callable.
     importlib.import_module("wiredump.dissect.pipeline")
     path = captures / "tank" / "t01-basic.pcap"
-    frames = [e.obj for e in wiredump.dissect(path, engine="rust") if e.kind == "frame"]
+    frames = [e.obj for e in wiredump.dissect(path, hold_frames=8) if e.kind == "frame"]
     assert sorted((f.packet, f.type) for f in frames) == _expected(captures)
 
 
@@ -50,7 +50,7 @@ def test_values_and_options_pass_through(captures: Path) -> None:
     path = captures / "tank" / "t01-basic.pcap"
     plain = wiredump.tables(path)["messages"].to_pylist()
     assert all(r["value"] is None for r in plain)  # values are off by default, as in the export
-    rows = wiredump.tables(path, values=True, engine="rust")["messages"].to_pylist()
+    rows = wiredump.tables(path, values=True, hold_frames=8)["messages"].to_pylist()
     produced = [r for r in rows if r["direction"] == "produce"]
     assert produced and all(len(r["value"]) == r["value_size"] > 0 for r in produced)
     # Each produced value is bytes of its Produce request on the wire (keep_bytes keeps them).

@@ -58,13 +58,10 @@ def test_reader_keeps_the_bound_and_counts_the_rest(tmp_path: Path) -> None:
     assert (r.interfaces_not_kept, r.truncated) == (0, None)
 
 
-@pytest.mark.parametrize("engine", ["python", "rust", "native"])
-def test_every_engine_reports_the_interfaces_not_kept(tmp_path: Path, engine: str) -> None:
-    if engine != "python":
-        pytest.importorskip("wiredump._engine")
+def test_the_engine_reports_the_interfaces_not_kept(tmp_path: Path) -> None:
     path = tmp_path / "interfaces.pcapng"
     write(path)
-    opts = Options(engine=engine, limits=Limits(max_interfaces=2))
+    opts = Options(limits=Limits(max_interfaces=2))
     got = [
         (e.obj.kind, e.obj.detail, e.obj.packet) for e in dissect([str(path)], opts) if e.kind == "anomaly"
     ]

@@ -21,7 +21,7 @@ from tests.conftest import CAPTURES, REFERENCE, tsv_rows
 from wiredump.check import names, rules
 from wiredump.check.spec import SpecError, load
 from wiredump.dissect.protocols import all_protocols
-from wiredump.dissect.protocols.base import ConnContext, ProtocolSpec, Session
+from wiredump.dissect.protocols.base import ProtocolSpec
 
 CAPTURE = CAPTURES / "kafka" / "kafka-python-basic.pcap"
 
@@ -116,9 +116,6 @@ def test_baseline_skip_names_are_checked(tmp_path: Path) -> None:
 class _Fake(ProtocolSpec):
     name = "fakeproto"
     ports = (1,)
-
-    def new_session(self, ctx: ConnContext) -> Session:
-        raise NotImplementedError
 
 
 def test_protocols_come_from_the_registry(monkeypatch: pytest.MonkeyPatch) -> None:

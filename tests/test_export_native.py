@@ -1,6 +1,6 @@
-"""The export's fast path on the native engine against the export made from events.
+"""The export's fast path against the export made from events.
 
-`wiredump --engine native export` builds the tables in Rust (`wiredump._engine.TableFeed`
+`wiredump export` builds the tables in Rust (`wiredump._engine.TableFeed`
 over `arrow_out`) and writes the record batches it hands out; the export made from the same
 engine's events (`TableSet.add_events`: `pipeline.Event` objects through Python's
 `TableBuilder`) is what the fast path must reproduce, byte for byte in Parquet and line for
@@ -33,10 +33,10 @@ PATHS = sorted(SAMPLES.glob("*.pcap")) + sorted(CAPTURES.rglob("*.pcap"))
 
 
 def _by_events(paths: list[Path], out: Path, fmt: str, **kw: int) -> dict[str, int]:
-    """Today's export on the native engine: its events through Python's `TableBuilder`."""
+    """The export made from the engine's events, through Python's `TableBuilder`."""
     tables = TableSet(out, fmt=fmt, **kw)
     try:
-        tables.add_events(dissect([str(p) for p in paths], Options(engine="native")))
+        tables.add_events(dissect([str(p) for p in paths], Options()))
     finally:
         counts = tables.close()
     return counts
@@ -46,7 +46,7 @@ def _fast(paths: list[Path], out: Path, fmt: str, **kw: int) -> dict[str, int]:
     """The fast path, as `export` runs it (`TableSet.add_native`)."""
     from wiredump.dissect.pipeline import open_source
 
-    options = Options(engine="native")
+    options = Options()
     tables = TableSet(out, fmt=fmt, **kw)
     try:
         for p in paths:
@@ -136,10 +136,10 @@ def test_partitions_same(tmp_path: Path) -> None:
 
 
 def test_cli_takes_the_fast_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """`wiredump --engine native export` writes the fast path's files and reports its counts."""
+    """`wiredump export` writes the fast path's files and reports its counts."""
     paths = [str(p) for p in sorted(SAMPLES.glob("*.pcap"))]
     with pytest.raises(SystemExit) as e:
-        main(["--engine", "native", "export", *paths, "-o", str(tmp_path / "cli")])
+        main(["export", *paths, "-o", str(tmp_path / "cli")])
     assert e.value.code == 0
     err = capsys.readouterr().err
     counts = _fast([Path(p) for p in paths], tmp_path / "b", "parquet")
@@ -155,7 +155,7 @@ def test_fast_path_reports_truncation(tmp_path: Path, capsys: pytest.CaptureFixt
     cut = tmp_path / "cut.pcap"
     cut.write_bytes(data[: len(data) - 5])  # the last record loses its end
     with pytest.raises(SystemExit) as e:
-        main(["--engine", "native", "export", str(cut), "-o", str(tmp_path / "out")])
+        main(["export", str(cut), "-o", str(tmp_path / "out")])
     assert e.value.code == 2
     assert "capture is truncated" in capsys.readouterr().err
 
@@ -166,7 +166,7 @@ def test_a_progress_hook_may_read_the_dissector(tmp_path: Path) -> None:
     from wiredump.dissect.pipeline import open_source
 
     src = SAMPLES / "kafka-basic.pcap"
-    dissector = open_source(str(src), Options(engine="native"))
+    dissector = open_source(str(src), Options())
     seen: list[tuple[int, int]] = []
     dissector.on_record = lambda number, ts_us: seen.append((number, dissector.bytes_read))
     tables = TableSet(tmp_path / "out", fmt="parquet")

@@ -209,16 +209,17 @@ def test_records_agree_with_kafka_python(name: str) -> None:
 
 import random  # noqa: E402
 
-from tests.kafka_gen import gen_struct  # noqa: E402  (random bodies encoded from our plans)
+from tests.kafka_gen import gen_body  # noqa: E402  (random bodies encoded from Kafka's specs)
+from wiredump import _engine  # noqa: E402
 from wiredump.dissect.protocols.kafka import schema  # noqa: E402
-from wiredump.dissect.protocols.kafka.body import decode_body  # noqa: E402
 
 # ListClientMetricsResources (74): kafka-python's newer spec renamed the field (same layout).
 RENAMED = {74}
 
 
 def test_random_bodies_of_every_shared_api_version_read_the_same_by_kafka_python() -> None:
-    """Encode random bodies (arrays, nulls, tagged fields) from our plans; kafka-python must read them back equal."""
+    """Encode random bodies (arrays, nulls, tagged fields) from Kafka's specs; the engine and kafka-python
+    must both read them back as built."""
     reqs, resps = classes()
     rnd = random.Random(7)
     checked = 0
@@ -228,14 +229,14 @@ def test_random_bodies_of_every_shared_api_version_read_the_same_by_kafka_python
                 cls = reg.get(key)
                 if cls is None or key in RENAMED or not 0 <= v <= cls.max_version:
                     continue
-                plan = schema.plan(key, v, kind)
-                assert plan is not None
                 for _ in range(3):
-                    value, data = gen_struct(plan, rnd, 0)
+                    built = gen_body(key, v, kind, rnd)
+                    assert built is not None
+                    value, data = built
                     if key == 18 and kind == "response" and value.get("error_code"):
                         continue  # kafka-python reads any failed ApiVersions response as v0
-                    decoded, _, end = decode_body(data, 0, plan, None)
-                    assert end == len(data)
+                    decoded, _, error, end = _engine.kafka_decode(kind == "response", key, v, data)
+                    assert error is None and end == len(data), (key, v, kind, error)
                     assert same(mine(value), mine(decoded)) is None
                     diff = same(theirs(cls.decode(data, version=v).to_dict(json=False)), mine(decoded))
                     assert diff is None, (key, v, kind, diff)
@@ -248,8 +249,7 @@ def test_random_bodies_of_every_shared_api_version_read_the_same_by_kafka_python
 from kafka.record.default_records import DefaultRecordBatchBuilder  # noqa: E402
 from kafka.record.legacy_records import LegacyRecordBatchBuilder  # noqa: E402
 
-from wiredump.dissect.limits import Limits  # noqa: E402
-from wiredump.dissect.protocols.kafka.records import RecordContext, decode_record_set  # noqa: E402
+from tests.test_kafka_crafted import fetch_v4_request, fetch_v4_response, new_session  # noqa: E402
 
 CODEC_NAMES = {0: None, 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
@@ -277,8 +277,9 @@ def _kafka_python_set(magic: int, codec: int) -> bytes:
 def test_record_sets_written_by_kafka_python(magic: int, codec: int) -> None:
     """Magic 0/1/2 in every codec kafka-python writes (magic-0 LZ4 with its broken header checksum included)."""
     data = _kafka_python_set(magic, codec)
-    frame = Frame("kafka", "Produce", 0)
-    out = decode_record_set(data, RecordContext(frame, "produce", Limits(), "t", 0))
+    s, _ = new_session()
+    s.one(fetch_v4_request(1, "t"))
+    frame = s.one(fetch_v4_response(1, "t", data), "server")  # delivered by a Fetch v4 response
     assert frame.status == "ok", frame.anomalies
     expected = []
     records = MemoryRecords(data)
@@ -289,4 +290,4 @@ def test_record_sets_written_by_kafka_python(magic: int, codec: int) -> None:
     assert got == expected and len(got) == 5
     assert {m.compression for m in frame.messages} == {CODEC_NAMES[codec]}
     assert all(m.checksum_ok for m in frame.messages)
-    assert out["record_count"] == 5
+    assert frame.fields["body"]["responses"][0]["partitions"][0]["records"]["record_count"] == 5

@@ -318,29 +318,9 @@ def test_mid_stream_cut_inside_frames_invents_nothing(tmp_path: Path, name: str)
 def test_resync_skips_an_unconfirmed_response_boundary() -> None:
     """Inside a cut response, 8 bytes that read as a header with a pending id are not a frame
     unless what follows them reads as that request's answer and the next frame starts after it."""
-    from wiredump.dissect.correlation import Correlator
-    from wiredump.dissect.framing import ConnectionFramer
-    from wiredump.dissect.limits import Limits
-    from wiredump.dissect.protocols.base import ConnContext
-    from wiredump.dissect.protocols.kafka import SPEC
+    from tests.conversation import Stream
 
-    class Out:
-        def __init__(self) -> None:
-            self.frames: list[Frame] = []
-            self.anomalies: list[Anomaly] = []
-
-        def frame(self, f: Frame) -> None:
-            self.frames.append(f)
-
-        def anomaly(self, a: Anomaly) -> None:
-            self.anomalies.append(a)
-
-        def exchange(self, e: object) -> None:
-            pass
-
-    ctx = ConnContext("t", 0, "a", 1, "b", 9092, Correlator(0, "kafka"), Limits(), {})
-    out = Out()
-    fr = ConnectionFramer(SPEC, SPEC.new_session(ctx), ctx, out)
+    fr = Stream(9092)
     # FindCoordinator v0 request, correlation id 7 (key 10, version 0, key "g").
     fr.feed("client", request(10, 0, 7, "c", s16("g")), 1, 1000)
     # Server: the tail of an earlier answer whose bytes hold [size 0x40][id 7] and NULs (the
@@ -348,7 +328,7 @@ def test_resync_skips_an_unconfirmed_response_boundary() -> None:
     real = response(7, struct.pack(">hi", 0, 1) + s16("h") + struct.pack(">i", 9092))
     fr.feed("server", b"\x01\x02\x03" + struct.pack(">ii", 0x40, 7) + b"\0" * 20, 2, 2000)
     fr.feed("server", real, 3, 3000)
-    fr.finish()
+    out = fr.finish()
     assert [(f.kind, f.type, f.correlation_id, f.status, f.first_packet, f.packet) for f in out.frames] == [
         ("request", "FindCoordinator", 7, "ok", 1, 1),
         ("response", "FindCoordinator", 7, "ok", 3, 3),

@@ -109,28 +109,3 @@ def test_control_records_past_the_cap_are_counted_not_kept(tmp_path: Path) -> No
     fb1, fb2 = free.fields["body"]["topic_data"][0]["partition_data"][0]["records"]["batches"]
     assert len(fb1["control_records"]) == len(fb2["control_records"]) == N
     assert not [a for a in free.anomalies if a.kind == "message_limit"]
-
-
-def test_rust_record_decoder_caps_control_records_like_the_reference() -> None:
-    """The Rust twin (engine/src/kafka/records.rs) keeps, counts and reports the same, also
-    when the frame's earlier record sets already counted control records."""
-    engine = pytest.importorskip("wiredump._engine")
-    from test_engine_rust_kafka import comparable, reference_records
-
-    from wiredump.dissect.model import Frame
-    from wiredump.dissect.protocols.kafka.records import RecordContext, decode_record_set
-
-    data = control_batch(0, N) + control_batch(N, N)
-    ref = reference_records(data, False, "t", 0, 100, max_messages=CAP)
-    got = engine.kafka_records(data, False, "t", 0, 100, CAP)
-    assert comparable(got) == comparable(ref)
-    assert len(got[0]["batches"][0]["control_records"]) == CAP and got[4]["control_records"] == 2 * N
-    # A later record set of the same frame, after CAP - 10 control records: 10 more are kept.
-    f = Frame("kafka", "Produce", 0)
-    stats = {"control_records": CAP - 10}
-    rc = RecordContext(f, "client", Limits(max_messages=CAP), "t", 0, False, 100, True, stats, True)
-    out = decode_record_set(control_batch(0, N), rc)
-    assert len(out["batches"][0]["control_records"]) == 10
-    got = engine.kafka_records(control_batch(0, N), False, "t", 0, 100, CAP, 0, CAP - 10)
-    assert got[0] == out and got[4]["control_records"] == N
-    assert [a[1] for a in got[2]] == [a.detail for a in f.anomalies]

@@ -3,9 +3,9 @@ not only per connection: each one keeps its frame, so connections that are never
 otherwise hold frames by the million (benchmarks/hostile.py `kafka-pipelined`).
 
 Past the bound, the connection that sends another request gives up its own oldest one as
-unanswered. Checked on a hand-made Kafka capture whose outcome follows from that rule alone,
-in both engines; the native engine's equality with the reference under a tight bound on every
-real capture is in tests/test_engine_native.py.
+unanswered. Checked on a hand-made Kafka capture whose outcome follows from that rule alone
+(the budget's counting of requests, answers, evictions and closes: engine/src/correlation.rs,
+`the_capture_budget_makes_the_requesting_connection_give_up_its_own_oldest`).
 """
 
 from __future__ import annotations
@@ -13,21 +13,9 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-import pytest
-
 from tests.crafted import Conn, Rec, write_pcap
-from wiredump.dissect.correlation import Correlator, PendingBudget
 from wiredump.dissect.limits import Limits
-from wiredump.dissect.model import Frame
 from wiredump.dissect.pipeline import Options, dissect
-
-ENGINES = ["python"]
-try:
-    import wiredump._engine  # noqa: F401
-
-    ENGINES.append("native")
-except ImportError:  # pragma: no cover - the extension is part of the install
-    pass
 
 
 def api_versions_request(corr: int) -> bytes:
@@ -64,20 +52,19 @@ def capture(tmp_path: Path) -> tuple[Path, dict[str, int]]:
     return write_pcap(tmp_path / "pending.pcap", recs), at
 
 
-def exchanges(path: Path, engine: str, limits: Limits) -> set[tuple]:
+def exchanges(path: Path, limits: Limits) -> set[tuple]:
     rows = set()
-    for ev in dissect([str(path)], Options(engine=engine, limits=limits)):
+    for ev in dissect([str(path)], Options(limits=limits)):
         if ev.kind == "exchange":
             e = ev.obj
             rows.add((e.stream, e.correlation_id, e.status, e.request_packet, e.response_packet))
     return rows
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_the_capture_budget_gives_up_the_requesting_connections_oldest(tmp_path: Path, engine: str) -> None:
+def test_the_capture_budget_gives_up_the_requesting_connections_oldest(tmp_path: Path) -> None:
     path, at = capture(tmp_path)
     # Unbounded in practice: every request answered.
-    assert exchanges(path, engine, Limits()) == {
+    assert exchanges(path, Limits()) == {
         (0, 1, "answered", at["a1"], at["a1r"]),
         (0, 2, "answered", at["a2"], at["a2r"]),
         (0, 3, "answered", at["a3"], at["a3r"]),
@@ -86,7 +73,7 @@ def test_the_capture_budget_gives_up_the_requesting_connections_oldest(tmp_path:
     # Two at once over the capture. A holds both places when B's request comes, so B gives up
     # its own oldest (that very request: B has no other) and B's answer finds no request. Then
     # A's third request gives up A's oldest (request 1), whose answer finds no request either.
-    assert exchanges(path, engine, Limits(max_pending_total=2)) == {
+    assert exchanges(path, Limits(max_pending_total=2)) == {
         (1, 1, "unanswered", at["b1"], None),
         (0, 1, "unanswered", at["a1"], None),
         (1, 1, "no_request", None, at["b1r"]),
@@ -97,7 +84,7 @@ def test_the_capture_budget_gives_up_the_requesting_connections_oldest(tmp_path:
     # The request that went over the bound says so, naming the one given up; nothing else does.
     flagged = [
         (ev.obj.kind, ev.obj.packet, ev.obj.detail)
-        for ev in dissect([str(path)], Options(engine=engine, limits=Limits(max_pending_total=2)))
+        for ev in dissect([str(path)], Options(limits=Limits(max_pending_total=2)))
         if ev.kind == "anomaly" and ev.obj.kind == "pending_limit"
     ]
     bound = (
@@ -111,36 +98,3 @@ def test_the_capture_budget_gives_up_the_requesting_connections_oldest(tmp_path:
             bound + f"the connection's oldest (packet {at['a1']}) is reported unanswered",
         ),
     ]
-
-
-def test_budget_counts_requests_answers_evictions_and_closes() -> None:
-    budget = PendingBudget(3)
-    a = Correlator(0, "test", 16, budget)
-    b = Correlator(1, "test", 16, budget)
-
-    def frame(packet: int) -> Frame:
-        return Frame(protocol="test", type="Req", type_code=1, packet=packet, ts_us=1)
-
-    a.request(frame(1), 1)
-    a.request(frame(2), 2)
-    b.request(frame(3), 1)
-    assert (budget.count, a.evicted, b.evicted) == (3, 0, 0)
-    fourth = frame(4)
-    b.request(fourth, 2)  # the fourth: b gives up its oldest, packet 3, and says so on packet 4
-    assert (budget.count, a.evicted, b.evicted) == (3, 0, 1)
-    assert [(x.kind, x.detail) for x in fourth.anomalies] == [
-        (
-            "pending_limit",
-            "more than 3 requests waited for their answer at once over the capture "
-            "(Limits.max_pending_total): the connection's oldest (packet 3) is reported unanswered",
-        )
-    ]
-    assert [(r.status, r.request_packet) for r in b.drain()] == [("unanswered", 3)]
-    assert a.response(frame(5), 1) is not None
-    assert budget.count == 2
-    b.request(frame(6), 3)
-    assert (budget.count, b.evicted) == (3, 1)
-    assert len(b.close()) == 2
-    assert budget.count == 1
-    a.close()
-    assert budget.count == 0

@@ -10,12 +10,7 @@ from __future__ import annotations
 import struct
 import uuid
 
-from wiredump.dissect.correlation import Correlator
-from wiredump.dissect.framing import ConnectionFramer
-from wiredump.dissect.limits import Limits
-from wiredump.dissect.model import Anomaly, Exchange, Frame
-from wiredump.dissect.protocols.base import ConnContext
-from wiredump.dissect.protocols.pravega import SPEC
+from conversation import Out, Stream, dissect_sends
 
 WRITER = uuid.UUID("6b448a4b-5e23-f695-780a-6d600040581e")
 SEG = "scope/stream/0.#epoch.0"
@@ -84,40 +79,9 @@ def segment_read(rid: int, offset: int, data: bytes, segment: str = SEG, tail: b
 
 
 # -- harness --------------------------------------------------------------------------------
-class Out:
-    def __init__(self) -> None:
-        self.frames: list[Frame] = []
-        self.anomalies: list[Anomaly] = []
-        self.exchanges: list[Exchange] = []
-
-    def frame(self, frame: Frame) -> None:
-        self.frames.append(frame)
-
-    def anomaly(self, anomaly: Anomaly) -> None:
-        self.anomalies.append(anomaly)
-
-    def exchange(self, exchange: Exchange) -> None:
-        self.exchanges.append(exchange)
-
-    def of(self, type_: str) -> list[Frame]:
-        return [f for f in self.frames if f.type == type_]
-
-    def one(self, type_: str) -> Frame:
-        found = self.of(type_)
-        assert len(found) == 1, [f.type for f in self.frames]
-        return found[0]
-
-
-def run(*chunks: tuple[str, bytes], finish: bool = True) -> Out:
-    """Feed (role, bytes) chunks, packet numbers 1, 2, …, 1 ms apart."""
-    out = Out()
-    ctx = ConnContext("crafted", 0, "10.0.0.1", 40000, "10.0.0.2", 12345, Correlator(0, "pravega"), Limits())
-    framer = ConnectionFramer(SPEC, SPEC.new_session(ctx), ctx, out)
-    for n, (role, data) in enumerate(chunks, 1):
-        framer.feed(role, data, n, 1_000_000 + n * 1000)
-    if finish:
-        framer.finish()
-    return out
+def run(*chunks: tuple[str, bytes]) -> Out:
+    """The events of (role, bytes) chunks sent to port 12345, packets 1, 2, …, 1 ms apart."""
+    return dissect_sends(chunks, 12345)
 
 
 def c(data: bytes) -> tuple[str, bytes]:
@@ -126,17 +90,6 @@ def c(data: bytes) -> tuple[str, bytes]:
 
 def sv(data: bytes) -> tuple[str, bytes]:
     return ("server", data)
-
-
-# -- spec -----------------------------------------------------------------------------------
-def test_spec_registration_and_sniff() -> None:
-    assert SPEC.name == "pravega" and SPEC.ports == (12345,)
-    assert SPEC.max_frame == 0x00FFFFFF + 8
-    assert SPEC.sniff(bytes.fromhex("ffffff81000000080000000f00000005"), "client")  # §8: Hello(15, 5)
-    assert SPEC.sniff(bytes.fromhex("ffffff8100000008"), "client")
-    assert not SPEC.sniff(bytes.fromhex("ffffff8100000010"), "client")  # Hello is always 8 bytes
-    assert not SPEC.sniff(bytes.fromhex("0000000100000032"), "client")
-    assert not SPEC.sniff(b"GET / HTTP/1.1\r\n", "client")
 
 
 # -- errors and replies the captures lack ---------------------------------------------------------
@@ -564,12 +517,14 @@ def test_oversize_frame_then_resync() -> None:
 
 
 def test_frame_at_the_maximum_is_not_oversize() -> None:
-    assert (
-        SPEC.new_session(
-            ConnContext("x", 0, "a", 1, "b", 2, Correlator(0, "pravega"), Limits())
-        ).frame_length(i32(10) + i32(0x00FFFFFF), 0, "server")
-        == SPEC.max_frame
-    )
+    # MAX_WIRECOMMAND_SIZE (0x00FFFFFF) bytes of payload: a frame of 0x00FFFFFF + 8 bytes is allowed
+    # (cut here by the end of the stream), one byte more is `oversize_frame` (WIRE.md §2).
+    cut = run(c(HELLO_C), sv(HELLO_S), sv(i32(10) + i32(0x00FFFFFF) + b"\0" * 16))
+    assert [(f.type, f.status) for f in cut.frames][-1] == ("SegmentRead", "truncated")
+    assert [a.kind for a in cut.all_anomalies()] == ["truncated"]
+    over = run(c(HELLO_C), sv(HELLO_S), sv(i32(10) + i32(0x01000000) + b"\0" * 16))
+    assert [a.kind for a in over.anomalies] == ["oversize_frame", "resync"]
+    assert f"over the pravega maximum of {0x00FFFFFF + 8}" in over.anomalies[0].detail
 
 
 def test_unknown_type_keeps_framing() -> None:
@@ -657,15 +612,13 @@ def test_block_end_of_another_writer_drops_the_open_block() -> None:
 
 def test_gap_mid_frame_then_resync() -> None:
     """Bytes lost in the middle of an AppendBlockEnd: the cut frame is truncated, the next one decodes."""
-    out = Out()
-    ctx = ConnContext("crafted", 0, "10.0.0.1", 40000, "10.0.0.2", 12345, Correlator(0, "pravega"), Limits())
-    framer = ConnectionFramer(SPEC, SPEC.new_session(ctx), ctx, out)
+    framer = Stream(12345)
     first = block_end(0, record(b"a" * 40), 1, 1, 2)
     second = block_end(0, record(b"b" * 40), 1, 2, 3)
     framer.feed("client", HELLO_C + setup_append(1) + first[:30], 1, 1000)
     framer.gap("client", len(first) - 60, 2, 2000)
     framer.feed("client", first[-30:] + second, 3, 3000)
-    framer.finish()
+    out = framer.finish()
     assert [(f.type, f.status) for f in out.frames] == [
         ("Hello", "ok"),
         ("SetupAppend", "ok"),

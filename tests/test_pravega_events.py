@@ -26,8 +26,6 @@ from test_pravega_crafted import (
     sv,
 )
 
-from wiredump.dissect.protocols.pravega.events import ReadJoiner, split_records
-
 
 def java_blocks(events: list[bytes], block_size: int, first_number: int, rid: int) -> list[bytes]:
     """APPEND_BLOCK / APPEND_BLOCK_END pairs for `events` (§6.3 block mode)."""
@@ -116,26 +114,3 @@ def test_layout_helper_uses_both_trailers() -> None:
     out = run(*[c(f) for f in frames])
     blocks = out.of("AppendBlock")
     assert [b.fields["trailer"] for b in blocks] == ["PartialEvent", "Padding"]
-
-
-def test_split_records_exact_and_tail() -> None:
-    data = record(b"x") + record(b"yy")
-    r = split_records(data, allow_tail=False)
-    assert r.is_events and [p for _, p in r.events] == [b"x", b"yy"] and r.whole == len(data)
-    cut = split_records(data + record(b"zzz")[:6], allow_tail=True)
-    assert cut.is_events and len(cut.events) == 2 and cut.whole == len(data)
-    assert not split_records(data + b"\x00\x00", allow_tail=False).is_events
-    assert not split_records(b"Hello, world", allow_tail=True).is_events
-    assert not split_records(i32(0) + i32(-1), allow_tail=True).is_events
-
-
-def test_read_joiner_keeps_tails_bounded() -> None:
-    j = ReadJoiner()
-    for n in range(300):
-        recs, _, _ = j.split(f"seg{n}", 0, record(b"q" * 10)[:12])
-        assert recs.is_events and recs.events == []
-    assert sum(j.pending(f"seg{n}") for n in range(300)) == 256 * 12  # MAX_READ_TAILS segments kept
-    recs, base, joined = j.split("seg299", 12, record(b"q" * 10)[12:])
-    assert [p for _, p in recs.events] == [b"q" * 10] and (base, joined) == (0, 12)
-    recs, _, joined = j.split("seg298", 99, b"raw bytes here")  # offset does not continue the tail
-    assert not recs.is_events and joined == 0 and j.pending("seg298") == 0

@@ -17,13 +17,9 @@ import crc32c
 import lz4.block
 import pytest
 import zstandard
+from conversation import Out, Stream
 
-from wiredump.dissect.correlation import Correlator
-from wiredump.dissect.framing import ConnectionFramer
 from wiredump.dissect.limits import Limits
-from wiredump.dissect.model import Anomaly, Exchange, Frame
-from wiredump.dissect.protocols.base import ConnContext
-from wiredump.dissect.protocols.pulsar import SPEC
 from wiredump.proto import PulsarApi_pb2 as pb
 
 T = pb.BaseCommand
@@ -112,50 +108,16 @@ PRODUCER_SUCCESS = simple(command("PRODUCER_SUCCESS", request_id=1, producer_nam
 
 
 # -- driving the engine ---------------------------------------------------------------------
-class Out:
-    def __init__(self) -> None:
-        self.frames: list[Frame] = []
-        self.anomalies: list[Anomaly] = []
-        self.exchanges: list[Exchange] = []
-
-    def frame(self, frame: Frame) -> None:
-        self.frames.append(frame)
-
-    def anomaly(self, anomaly: Anomaly) -> None:
-        self.anomalies.append(anomaly)
-
-    def exchange(self, exchange: Exchange) -> None:
-        self.exchanges.append(exchange)
-
-    def all_anomalies(self) -> list[Anomaly]:
-        return self.anomalies + [a for f in self.frames for a in f.anomalies]
-
-    def types(self) -> list[str]:
-        return [f.type for f in self.frames]
-
-
 class Conn:
-    """One connection: feed (role, bytes) packets; packet numbers count from 1."""
+    """One connection to port 6650: feed (role, bytes) packets; packet numbers count from 1."""
 
     def __init__(self, limits: Limits | None = None, **options: Any) -> None:
-        self.out = Out()
-        ctx = ConnContext(
-            capture="crafted",
-            stream=0,
-            client="10.0.0.1",
-            client_port=40000,
-            server="10.0.0.2",
-            server_port=6650,
-            correlator=Correlator(0, "pulsar"),
-            limits=limits or Limits(),
-            options=options,
-        )
-        self.framer = ConnectionFramer(SPEC, SPEC.new_session(ctx), ctx, self.out, keep_bytes=True)
+        self.stream = Stream(6650, limits, keep_bytes=True, **options)
         self.packet = 0
+        """The last packet sent."""
 
     def feed(self, role: str, data: bytes) -> Conn:
-        self.packet += 1
-        self.framer.feed(role, data, self.packet, self.packet * 1000)
+        self.packet = self.stream.feed(role, data)
         return self
 
     def client(self, *frames: bytes) -> Conn:
@@ -165,8 +127,7 @@ class Conn:
         return self.feed("server", b"".join(frames))
 
     def finish(self) -> Out:
-        self.framer.finish()
-        return self.out
+        return self.stream.finish()
 
 
 def opened(**kw: Any) -> Conn:
@@ -281,6 +242,20 @@ def test_zlib_with_default_limits_stops_a_bomb_at_the_ratio() -> None:
     m = meta(0, compression=pb.ZLIB, uncompressed_size=1000)
     out = opened().client(send(7, 0, m, bomb)).finish()
     assert "decompression_limit" in [a.kind for a in out.frames[4].anomalies]
+
+
+def test_the_capture_budget_is_shared_across_decompressions() -> None:
+    # Four sends of 100,000 bytes each, zlib-compressed, under a 250,000-byte budget for the whole
+    # capture: the first two are decompressed, the fourth is past the budget.
+    data = zlib.compress(b"a" * 100_000)
+    m = [meta(i, compression=pb.ZLIB, uncompressed_size=100_000) for i in range(4)]
+    limits = Limits(max_decompressed_total=250_000)
+    out = opened(limits=limits).client(*(send(7, i, m[i], data) for i in range(4))).finish()
+    sends = out.frames[4:]
+    assert [f.type for f in sends] == ["SEND"] * 4
+    assert [("decompression_limit" in [a.kind for a in f.anomalies]) for f in sends[:2]] == [False, False]
+    assert "decompression_limit" in [a.kind for a in sends[3].anomalies]
+    assert [m.value for m in sends[0].messages] == [b"a" * 100_000]
 
 
 def test_truncated_frame_at_end_of_stream() -> None:
@@ -550,18 +525,6 @@ def test_auth_response_masked() -> None:
 
 
 # -- sniffing -------------------------------------------------------------------------------
-def test_sniff() -> None:
-    assert SPEC.sniff(CONNECT, "client")
-    assert SPEC.sniff(CONNECTED, "server")
-    assert SPEC.sniff(PRODUCER, "client")  # a capture begun mid-connection
-    incomplete = simple(command("PRODUCER", topic="persistent://t/ns/a", producer_id=1))  # no request_id
-    assert not SPEC.sniff(incomplete, "client")
-    padded = struct.pack(">I", len(PRODUCER) - 4 + 1) + PRODUCER[4:] + b"\x00"
-    assert not SPEC.sniff(padded, "client")  # totalSize claims a byte past the command
-    assert not SPEC.sniff(b"\x00\x00\x00\x10\x00\x03\x00\x0c\x00\x00\x00\x01abcd", "client")
-    assert not SPEC.sniff(b"GET / HTTP/1.1\r\n\r\n", "client")
-
-
 def test_capture_begun_mid_frame_resynchronises() -> None:
     tail_of_a_send = send(7, 0, meta(0), b"q" * 300)[120:]
     out = Conn().client(tail_of_a_send + PRODUCER).server(PRODUCER_SUCCESS).finish()

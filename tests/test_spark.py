@@ -56,8 +56,8 @@ def _java_home() -> bool:
 
 @pytest.fixture(scope="module")
 def exports(captures: Path, tmp_path_factory: pytest.TempPathFactory, spark) -> dict[str, object]:  # noqa: ANN001
-    """The same captures exported locally and on Spark (cut into 4 KiB ranges, so most are read
-    by several tasks, and their connections shared by two dissecting tasks)."""
+    """The same captures exported locally and on Spark (their connections shared by two
+    dissecting tasks)."""
     base = tmp_path_factory.mktemp("spark")
     empty = base / "empty.pcap"
     empty.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
@@ -66,28 +66,11 @@ def exports(captures: Path, tmp_path_factory: pytest.TempPathFactory, spark) -> 
     by_uri = captures / "tank" / "t02-bundles.pcap"
     local = base / "local"
     tables = TableSet(local, values=True)
-    tables.add_events(dissect([*paths, str(by_uri)], Options(engine="python")))  # the reference
+    tables.add_events(dissect([*paths, str(by_uri)], Options()))  # the whole captures, locally
     local_counts = tables.close()
-
-    # The Python engine's route: ranges read in parallel, records shuffled (the native
-    # engine's route has its own tests below).
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("WIREDUMP_ENGINE", "python")
-        res = _cli(
-            [
-                "spark",
-                "export",
-                *paths,
-                by_uri.as_uri(),
-                "-o",
-                str(base / "spark"),
-                "--values",
-                "--split-size",
-                "4k",
-                "--shards",
-                "2",
-            ]
-        )
+    res = _cli(
+        ["spark", "export", *paths, by_uri.as_uri(), "-o", str(base / "spark"), "--values", "--shards", "2"]
+    )
     assert res.exit_code == 0, res.output
     return {
         "paths": [*paths, str(by_uri)],
@@ -175,7 +158,7 @@ def test_spark_tables_equal_the_local_tables_row_for_row(exports: dict[str, obje
     caps = pq.read_table(spark_dir / "captures").to_pylist()  # type: ignore[operator]
     assert [c["capture"] for c in caps] == [*exports["paths"][:-1], uri]  # type: ignore[index]
     assert {c["status"] for c in caps} == {"ok"}
-    assert max(c["ranges"] for c in caps) >= 8
+    assert {c["ranges"] for c in caps} == {2}
     assert sorted(p.name for p in (spark_dir / "frames").iterdir()) == [  # type: ignore[operator]
         f"part-00000-{i:05d}.parquet"
         for i in range(len(list((spark_dir / "frames").iterdir())))  # type: ignore[operator]
@@ -198,15 +181,12 @@ def _assert_tables_equal(spark_dir: Path, local: Path, rename: dict[str, str]) -
     return seen
 
 
-def test_native_shards_equal_the_python_reference_row_for_row(
-    exports: dict[str, object], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The native engine's route (no ranges, no shuffle: each task opens the capture itself and
-    decodes its share of the connections) against the Python reference engine's local export of
-    the same captures, one of each protocol, an empty one, one given as a URI; with 3 shares,
-    so that shares of one capture land on the same task and on different ones, and stream
-    numbers, detection and Kafka's topic names must still be the whole capture's."""
-    monkeypatch.setenv("WIREDUMP_ENGINE", "native")
+def test_shards_equal_the_local_export_row_for_row(exports: dict[str, object], tmp_path: Path) -> None:
+    """Each task opens the capture itself and decodes its share of the connections; the rows are
+    those of the local export of the whole captures, one of each protocol, an empty one, one
+    given as a URI; with 3 shares, so that shares of one capture land on the same task and on
+    different ones, and stream numbers, detection and Kafka's topic names must still be the whole
+    capture's."""
     out = tmp_path / "spark"
     paths = exports["paths"]
     res = _cli(["spark", "export", *paths[:-1], exports["uri"], "-o", str(out), "--values", "--shards", "3"])  # type: ignore[index,misc]
@@ -220,17 +200,15 @@ def test_native_shards_equal_the_python_reference_row_for_row(
 
 
 @pytest.mark.parametrize("pick", sorted(PICKS))
-def test_native_default_shares_one_large_capture_between_the_cores(
+def test_default_shares_one_large_capture_between_the_cores(
     pick: str,
     captures: Path,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     spark,  # noqa: ANN001
 ) -> None:
     """Default settings (no --shards): one capture larger than --split-size, alone in the job,
-    is shared by both cores of `local[2]`; the rows are the Python reference's. The capture is
+    is shared by both cores of `local[2]`; the rows are the local export's. The capture is
     also given gzip-compressed (read whole by each share), whose rows must be the same."""
-    monkeypatch.setenv("WIREDUMP_ENGINE", "native")
     from wiredump.dissect.pipeline import Options
     from wiredump.spark.export import cores
 
@@ -240,7 +218,7 @@ def test_native_default_shares_one_large_capture_between_the_cores(
     gz.write_bytes(gzip.compress(path.read_bytes()))
     local = tmp_path / "local"
     tables = TableSet(local, values=True)
-    tables.add_events(dissect([str(path)], Options(engine="python")))
+    tables.add_events(dissect([str(path)], Options()))
     tables.close()
     for given in (path, gz):
         out = tmp_path / f"spark-{given.suffix}"
@@ -430,17 +408,12 @@ def test_the_documented_duckdb_query_gives_the_report_percentiles(exports: dict[
         assert got[(proto, typ)] == pytest.approx((p50, p99), abs=1e-6)
 
 
-@pytest.mark.parametrize("engine", ["python", "native"])
 def test_failures_become_rows_a_summary_and_with_strict_exit_2(
-    engine: str,
     tmp_path: Path,
     captures: Path,
     spark,  # noqa: ANN001
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """With either engine's route (the native one finds a compressed non-capture only when a
-    task opens it, as the Python one does when it counts ranges)."""
-    monkeypatch.setenv("WIREDUMP_ENGINE", engine)
+    """A compressed non-capture is found when a task opens it."""
     (tmp_path / "empty.pcap").write_bytes(b"")
     (tmp_path / "notes.txt").write_text("not a capture\n")
     (tmp_path / "junk.pcap.gz").write_bytes(gzip.compress(b"not a capture either"))

@@ -1,16 +1,94 @@
-"""TCP reassembly cases, with segments built by scapy and parsed by our packet parser."""
+"""TCP reassembly cases: segments built by scapy, reassembled by the engine (`_engine.StreamReader`,
+the reassembly every capture goes through), what it delivers checked against what the segments say.
+
+`TcpReassembler` below gives the segments of a case to the engine as one capture (packet i at
+i ms); the listener calls (data, gaps, closes, anomalies) and the connections' rows come back as
+the cases read them. After each `segment` the listener holds what the engine delivered while
+reading the packets so far (a last non-TCP packet marks where reading ended and the capture's
+end begins); after `finish`, everything.
+"""
 
 from __future__ import annotations
 
+import io
+import struct
 from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
 
 from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
+from wiredump._engine import StreamReader
 
 from wiredump.dissect.limits import Limits
 from wiredump.dissect.model import Anomaly
-from wiredump.dissect.packet import parse_tcp
-from wiredump.dissect.tcp import TcpReassembler
+
+HOLE_GRACE_PACKETS = 8
+"""Packets the engine waits for bytes its peer acknowledged before giving them up (engine/src/tcp.rs)."""
+RECORD, OPEN, DATA, GAP, CLOSE, ANOMALY, RELEASE = 0, 2, 3, 4, 5, 6, 11
+"""`StreamReader`'s event codes (engine/src/python.rs)."""
+NOT_TCP = bytes(12) + b"\x08\x06" + bytes(28)
+"""An Ethernet ARP packet: read, numbered, nothing to reassemble."""
+
+
+class TcpReassembler:
+    """The cases' view of the engine's reassembly: `segment` queues a packet, `finish` runs them."""
+
+    def __init__(self, listener: Any, limits: Limits, server_ports: frozenset[int]) -> None:
+        self.listener = listener
+        self.limits = limits
+        self.server_ports = sorted(server_ports)
+        self.packets: list[tuple[bytes, int]] = []
+        self.all: list[Any] = []
+        """Every connection, by stream, with its row (`packets`, `state`, `gaps`…) once released."""
+
+    def segment(self, packet: bytes, number: int, ts_us: int) -> None:
+        self.packets.append((packet, ts_us))
+        self._run(final=False)
+
+    def finish(self) -> None:
+        self._run(final=True)
+
+    def _run(self, final: bool) -> None:
+        self.listener.__init__()  # what the engine says of the packets so far, from the start
+        self.all = []
+        packets = list(self.packets)
+        if not final:
+            packets.append((NOT_TCP, packets[-1][1]))
+        pcap = io.BytesIO()
+        pcap.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 1))
+        for data, ts in packets:
+            pcap.write(struct.pack("<IIII", ts // 1_000_000, ts % 1_000_000, len(data), len(data)) + data)
+        pcap.seek(0)
+        reader = StreamReader(pcap, self.server_ports, self.limits.max_out_of_order)
+        conns: dict[int, Any] = {}
+        for ev in (ev for batch in reader for ev in batch):
+            code = ev[0]
+            if code == RECORD and not final and ev[1] == len(packets):
+                return  # the capture's end is not reached yet
+            if code == OPEN:
+                _, stream, client, client_port, server, server_port, _first = ev
+                c = SimpleNamespace(stream=stream, client=client, client_port=client_port)
+                c.server, c.server_port = server, server_port
+                conns[stream] = c
+                self.all.append(c)
+            elif code == DATA:
+                _, stream, role, data, packet, ts = ev
+                self.listener.on_data(conns[stream], role, data, packet, ts)
+            elif code == GAP:
+                _, stream, role, size, packet, ts = ev
+                self.listener.on_gap(conns[stream], role, size, packet, ts)
+            elif code == CLOSE:
+                self.listener.on_close(conns[ev[1]])
+            elif code == ANOMALY:
+                _, kind, detail, packet, stream = ev
+                self.listener.on_anomaly(Anomaly(kind, detail, packet=packet, stream=stream))
+            elif code == RELEASE:
+                _, stream, counts, state, _last = ev
+                c = conns[stream]
+                c.packets, _, _, c.gaps, c.retransmissions, _, _ = counts
+                c.state = state
+
 
 CLI, SRV = ("10.0.0.1", 40000), ("10.0.0.2", 9092)
 
@@ -45,9 +123,7 @@ def seg(src, dst, seq, ack=0, flags="A", payload=b""):  # noqa: ANN001
         / TCP(sport=src[1], dport=dst[1], seq=seq, ack=ack, flags=flags)
         / payload
     )
-    s = parse_tcp(1, bytes(pkt))
-    assert s is not None
-    return s
+    return bytes(pkt)
 
 
 def run(segments, limits: Limits | None = None) -> tuple[Recorder, TcpReassembler]:  # noqa: ANN001
@@ -306,8 +382,6 @@ def test_peer_data_waits_while_acknowledged_bytes_are_awaited() -> None:
 
 
 def test_acknowledged_hole_is_given_up_after_a_few_packets() -> None:
-    from wiredump.dissect.tcp import HOLE_GRACE_PACKETS
-
     # The first ping shows the hole; the wait ends HOLE_GRACE_PACKETS packets later.
     pings = [seg(SRV, CLI, 5001 + i, 1013, "PA", b"p") for i in range(HOLE_GRACE_PACKETS + 1)]
     rec, tcp = feed(

@@ -1,10 +1,9 @@
-"""The plain timeline on the native engine, which hands the frames over without their decoded fields.
+"""The plain timeline, for which the engine hands the frames over without their decoded fields.
 
 The lines read only a frame's columns and summary, so `timeline` turns `Options.detail` off when
-nothing else looks at the fields (no -V, -Y, -T, --mark NAME) and the native `Dissector` then
-makes no Python object per decoded field. These tests check that the lines are still those of the
-Python reference engine (which decodes everything) on every real capture, and that the flag
-leaves every other part of a frame as it was.
+nothing else looks at the fields (no -V, -Y, -T, --mark NAME) and the `Dissector` then makes no
+Python object per decoded field. These tests check that the flag leaves every other part of a
+frame as it was, and that the plain line is the rich path's line.
 """
 
 from __future__ import annotations
@@ -14,32 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_support import run_cli
 from tests.conftest import CAPTURES, ROOT
 from wiredump.dissect.pipeline import FRAME, Options, dissect
 
-_engine = pytest.importorskip("wiredump._engine")
-
 REAL = sorted(CAPTURES.glob("*/*.pcap")) + sorted((ROOT / "samples").glob("*.pcap"))
 REAL_IDS = [f"{p.parent.name}/{p.stem}" for p in REAL]
-ALL_NATIVE = set(_engine.rust_protocols()) >= {"kafka", "pulsar", "pravega", "tank"}
-
-
-@pytest.mark.skipif(not ALL_NATIVE, reason="the native registry lacks a protocol")
-@pytest.mark.parametrize("path", REAL, ids=REAL_IDS)
-def test_plain_timeline_is_the_references(capsys: pytest.CaptureFixture[str], path: Path) -> None:
-    py = run_cli(capsys, "--engine", "python", path, "--no-color", "--no-progress", "-A")
-    rs = run_cli(capsys, "--engine", "native", path, "--no-color", "--no-progress", "-A")
-    assert (rs.code, rs.err) == (py.code, py.err)
-    assert rs.out.splitlines() == py.out.splitlines()
 
 
 @pytest.mark.parametrize("path", REAL[:12], ids=REAL_IDS[:12])
 def test_detail_off_leaves_only_fields_and_partitions_out(path: Path) -> None:
     def frames(detail: bool) -> list:
-        return [
-            e.obj for e in dissect([str(path)], Options(engine="native", detail=detail)) if e.kind == FRAME
-        ]
+        return [e.obj for e in dissect([str(path)], Options(detail=detail)) if e.kind == FRAME]
 
     full, bare = frames(True), frames(False)
     assert len(full) == len(bare)
@@ -61,7 +45,7 @@ def test_plain_frame_is_plain_line_of_parts(path: Path) -> None:
     """The plain timeline's one-step line equals the line made from its `Parts` (the rich path's)."""
     from wiredump.cli.render import parts, plain_frame, plain_line
 
-    frames = [e.obj for e in dissect([str(path)], Options(engine="python")) if e.kind == FRAME]
+    frames = [e.obj for e in dissect([str(path)], Options()) if e.kind == FRAME]
     verdicts = [(None, None), ("unanswered", None), (None, "gap"), ("no reply yet", "resync")]
     for i, f in enumerate(frames):
         reply, after = verdicts[i % len(verdicts)]
@@ -77,16 +61,16 @@ def test_frames_made_by_keywords_when_the_declared_order_differs(monkeypatch: py
     from wiredump.dissect import model
 
     path = REAL[0]
-    expected = [e.obj for e in dissect([str(path)], Options(engine="native")) if e.kind == FRAME]
+    expected = [e.obj for e in dissect([str(path)], Options()) if e.kind == FRAME]
     declared = [(f.name, f.type, f) for f in dataclasses.fields(model.Frame)]
     reordered = dataclasses.make_dataclass(
         "Frame", list(reversed([(n, t, dataclasses.field(default=None)) for n, t, _ in declared]))
     )
     monkeypatch.setattr(model, "Frame", reordered)
-    got = [e.obj for e in dissect([str(path)], Options(engine="native")) if e.kind == FRAME]
+    got = [e.obj for e in dissect([str(path)], Options()) if e.kind == FRAME]
     assert got and all(type(f) is reordered for f in got)
     assert len(got) == len(expected)
     for a, b in zip(expected, got, strict=True):
         for name, _, _ in declared:
-            if name not in ("anomalies", "messages", "partitions", "flagged", "context"):
+            if name not in ("anomalies", "messages", "partitions", "context"):
                 assert getattr(b, name) == getattr(a, name), name
