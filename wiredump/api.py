@@ -9,7 +9,7 @@
 `dissect` yields the pipeline's events (frames, anomalies, exchanges, connection rows and one
 capture end per capture) as the timeline, export and check read them; `tables` builds the five
 tables of `wiredump export` (docs/tables.md) in memory. Both take the command line's options as
-keywords (`decode_as={9999: "kafka"}`, `engine="rust"`…) or an `Options`.
+keywords (`decode_as={9999: "kafka"}`, `keep_bytes=True`…) or an `Options`.
 """
 
 from __future__ import annotations

@@ -7,7 +7,6 @@ end as one line on stderr and exit code 2, never a traceback.
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 from typing import Annotated
@@ -23,9 +22,7 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
     help="Dissect Kafka, Pulsar, Pravega and TANK traffic in pcap/pcapng captures.\n\n"
-    "wiredump CAPTURE… prints the timeline; see the subcommands for the rest.\n\n"
-    "--engine native|python|rust (any command; or WIREDUMP_ENGINE): native, the Rust engine, by default; "
-    "python runs the Python reference engine.",
+    "wiredump CAPTURE… prints the timeline; see the subcommands for the rest.",
 )
 
 EXIT_INPUT = 2
@@ -115,53 +112,11 @@ def arrow_without_pandas() -> None:
         sys.meta_path.remove(hook)
 
 
-def _take_engine(args: list[str]) -> list[str]:
-    """Remove `--engine native|python|rust` (any command, any position) and pass it on as
-    WIREDUMP_ENGINE, which every command's Options read (native when neither says)."""
-    from wiredump.dissect.pipeline import DEFAULT_ENGINE
-    from wiredump.dissect.rust_stream import ENGINES
-
-    known = ", ".join(ENGINES[:-1]) + " or " + ENGINES[-1]
-
-    out: list[str] = []
-    i = 0
-    while i < len(args):
-        a = args[i]
-        if a == "--":
-            out.extend(args[i:])
-            break
-        if a == "--engine" or a.startswith("--engine="):
-            if a == "--engine":
-                if i + 1 >= len(args):
-                    raise UsageError(f"--engine takes {known}")
-                value = args[i + 1]
-                i += 2
-            else:
-                value = a.partition("=")[2]
-                i += 1
-            if value not in ENGINES:
-                raise UsageError(f"--engine takes {known}, not {value!r}")
-            os.environ["WIREDUMP_ENGINE"] = value
-            continue
-        out.append(a)
-        i += 1
-    engine = os.environ.get("WIREDUMP_ENGINE", DEFAULT_ENGINE)
-    if engine not in ENGINES:
-        raise UsageError(f"WIREDUMP_ENGINE must be {known}, not {engine!r}")
-    return out
-
-
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if argv is None and hasattr(signal, "SIGPIPE"):
         # `wiredump X | head` ends quietly when head stops reading, as tshark does.
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    engine_before = os.environ.get("WIREDUMP_ENGINE")  # restored on return: main() may run in-process
-    try:
-        args = _take_engine(args)
-    except UsageError as e:
-        typer.echo(f"wiredump: {e}", err=True)
-        sys.exit(EXIT_INPUT)
     if args and args[0] not in SUBCOMMANDS and args[0] not in ("--help", "-h", "--version"):
         args.insert(0, "timeline")
     if args and args[0] == "--version":
@@ -185,8 +140,3 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(0)
     except KeyboardInterrupt:
         sys.exit(130)
-    finally:
-        if engine_before is None:
-            os.environ.pop("WIREDUMP_ENGINE", None)
-        else:
-            os.environ["WIREDUMP_ENGINE"] = engine_before

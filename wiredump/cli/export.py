@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import gc
 import tempfile
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,17 +14,9 @@ from wiredump.cli.source import Progress, Run, _record_hook
 from wiredump.cli.timeline import ProgressOpt
 from wiredump.dissect.capture import open_capture
 from wiredump.dissect.parallel import auto_workers
-from wiredump.dissect.pipeline import CAPTURE_END, CaptureEnd, Options
+from wiredump.dissect.pipeline import CaptureEnd, Options
 
 FORMATS = ("parquet", "jsonl")
-
-
-def _watch_ends(events: Iterable[Any], ends: list[CaptureEnd]) -> Iterator[Any]:
-    """Pass events through, keeping the end-of-capture records (truncation is reported after)."""
-    for ev in events:
-        if ev.kind == CAPTURE_END:
-            ends.append(ev.obj)
-        yield ev
 
 
 def _with_progress(paths: list[str], options: Options) -> Iterator[Any]:
@@ -67,25 +57,6 @@ def _export_native(
     except OSError as e:  # the disk filled up, the directory went away…
         raise UsageError(f"{e.filename or out}: {e.strerror or e}") from None
     return counts, ends
-
-
-@contextmanager
-def fewer_collections(gen0: int = 20_000) -> Iterator[None]:
-    """Run the cyclic garbage collector less often while exporting.
-
-    An export allocates millions of short-lived objects (decoded fields, rows) and keeps
-    large buffers of rows alive; with the default threshold (700) the collector runs
-    constantly and rescans them (measured: 7-10% of the CPU time of a Kafka export).
-    Cycles are still collected, in larger steps: on a 447k-packet capture the peak RSS is
-    the same as with the defaults (a larger setting, 50000/20/100, tripled it). The old
-    thresholds come back after.
-    """
-    old = gc.get_threshold()
-    gc.set_threshold(gen0, 10, 10)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*old)
 
 
 def writable_dir(out: Path) -> None:
@@ -131,7 +102,6 @@ def export(
         ),
     ] = 0,
 ) -> None:
-    from wiredump.dissect.tables import TableSet
 
     if fmt not in FORMATS:
         raise UsageError(f"--format is parquet or jsonl, not {fmt!r}")
@@ -152,20 +122,8 @@ def export(
             counts, ends = export_parallel(list(captures), out, fmt, values, options, n, source)
         except OSError as e:
             raise UsageError(f"{e.filename or out}: {e.strerror or e}") from None
-    elif options.engine == "native":
-        counts, ends = _export_native(list(captures), out, fmt, values, options, progress)
     else:
-        ends = []
-        run = Run(list(captures), options, progress=progress and Progress.wanted(), times=False)
-        try:
-            tables = TableSet(out, fmt=fmt, values=values)
-            try:
-                with fewer_collections():
-                    tables.add_events(_watch_ends(run.events(), ends))
-            finally:
-                counts = tables.close()
-        except OSError as e:  # the disk filled up, the directory went away…
-            raise UsageError(f"{e.filename or out}: {e.strerror or e}") from None
+        counts, ends = _export_native(list(captures), out, fmt, values, options, progress)
     typer.echo(", ".join(f"{n}: {c}" for n, c in counts.items()), err=True)
     truncated = [e for e in ends if e.truncated]
     for t in truncated:

@@ -5,7 +5,7 @@ the time of the first packet (relative times count from it, as tshark's do), the
 time of any packet (anomalies carry a packet number only), how far into the file
 the reader is (the progress bar), and whether a request that left without a peer
 was never answered or simply expects no answer (the exchange event that says so
-may come a little after the frame). `run` wraps each capture reader to record the
+may come a little after the frame). `run` has the engine report each record to note the
 first two, and `annotate` holds a frame back only until that verdict is known.
 """
 
@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from wiredump.dissect.capture import CaptureReader, Record
 from wiredump.dissect.model import Frame
 from wiredump.dissect.pipeline import (
     ANOMALY,
@@ -137,60 +136,8 @@ class PacketTimes:
         return None
 
 
-class _TrackedReader:
-    """A CaptureReader look-alike that remembers each packet's time and reports progress."""
-
-    def __init__(self, reader: CaptureReader, progress: Progress, times: PacketTimes | None) -> None:
-        self._reader = reader
-        self.name = reader.name
-        self._progress = progress
-        self._times = times
-
-    @property
-    def truncated(self) -> str | None:
-        return self._reader.truncated
-
-    @property
-    def skipped_unknown_link(self) -> int:
-        return self._reader.skipped_unknown_link
-
-    @property
-    def interfaces_not_kept(self) -> int:
-        return self._reader.interfaces_not_kept
-
-    @property
-    def max_interfaces(self) -> int:
-        return self._reader.max_interfaces
-
-    @max_interfaces.setter
-    def max_interfaces(self, bound: int) -> None:
-        """Set by the pipeline from its `Limits` before the first record."""
-        self._reader.max_interfaces = bound
-
-    def __iter__(self) -> Iterator[Record]:
-        times = self._times
-        progress = self._progress
-        reader = self._reader
-        enabled = progress.enabled
-        if times is None:  # progress only
-            for rec in reader:
-                if enabled and not rec.number & 1023:
-                    progress.update(reader.bytes_read, rec.number)
-                yield rec
-            return
-        append = times.append
-        for rec in reader:
-            # Packet numbers are 1-based and contiguous (skipped records still count).
-            while times.count < rec.number - 1:
-                append(rec.ts_us)
-            append(rec.ts_us)
-            if enabled and not rec.number & 1023:
-                progress.update(reader.bytes_read, rec.number)
-            yield rec
-
-
 def _record_hook(reader: Any, progress: Progress, times: PacketTimes | None) -> Callable[[int, int], None]:
-    """What `_TrackedReader` does per record, for a capture the Rust engine reads."""
+    """The engine's callback per record (`Dissector.on_record`): each packet's time, and progress."""
     enabled = progress.enabled
 
     def on_record(number: int, ts_us: int) -> None:
@@ -250,12 +197,8 @@ class Run:
                 reader = open_source(path, self.options)
                 self.info = CaptureInfo(reader.name, PacketTimes() if self.times else PacketTimes(1))
                 times = self.info.times if self.times else None
-                if getattr(reader, "native", False):  # the Rust engine: times come per record
-                    reader.on_record = _record_hook(reader, self.progress, times)
-                    yield from dissect_capture(reader, self.options)
-                else:
-                    tracked = _TrackedReader(reader, self.progress, times)
-                    yield from dissect_capture(tracked, self.options)  # type: ignore[arg-type]
+                reader.on_record = _record_hook(reader, self.progress, times)
+                yield from dissect_capture(reader, self.options)
                 self.progress.finish_file(size)
         finally:
             self.progress.close()

@@ -1,4 +1,13 @@
-"""Capture input: pcap and pcapng records, streamed from a file or stdin.
+"""Capture input in Python: pcap and pcapng records, streamed from a file or stdin.
+
+Why a reader in Python beside the engine's (engine/src/capture.rs, which every dissection
+uses): two things need the records themselves, which the engine does not hand out — `-w`
+copies the packets of the matching frames into a new capture (`cli/pcapwrite.py`, with
+`packet.parse_tcp`), and Spark's data source reads captures through pyarrow's file systems
+(`split.py`, which reuses this module's formats and notes) and gives the records to the engine;
+`show` reads the rest of a capture's records (not decoded) to learn whether it is cut short.
+`CaptureError` is also the engine's error for a file that is no capture. Both readers give the
+same records: tests/test_capture_readers.py.
 
 Formats: pcap (µs and ns, both byte orders, the "modified" Kuznetsov variant) and pcapng
 (several sections, interfaces and link types; EPB, SPB and the obsolete PB; other blocks

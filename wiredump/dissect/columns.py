@@ -1,6 +1,6 @@
 """The columns of the output tables, read from their one declaration (`wiredump/tables.json`).
 
-Why a data file: the tables are built in two languages (the Python reference in `tables.py`, the
+Why a data file: the tables are built in two languages (from events in `tables.py`, the
 Rust engine's `arrow_out`), documented in docs/tables.md and filtered by `-Y`; declaring each
 column once (name, Arrow type, whether it may be null, unit, meaning) and deriving the pyarrow
 schemas, the Rust column builders (`engine/build.rs`) and the docs' column lists from it means a

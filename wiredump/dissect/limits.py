@@ -37,7 +37,7 @@ class Limits:
     """Bytes one direction of a connection may hold while a frame completes. The framer also
     holds no more than the protocol's largest frame (it skips the rest of a frame declared
     larger); this is the engine's own ceiling over every protocol's maximum (see
-    `framing.ConnectionFramer`)."""
+    engine/src/framing.rs)."""
     max_messages: int = 25_000
     """Application messages one frame keeps as `Message` rows. A compressed batch under the
     ratio cap can hold millions of empty records (a 26 KB Kafka gzip batch: 2.4M); each row is a

@@ -1,6 +1,7 @@
 """Per-packet header parsing: from a link-layer record to the TCP segment it carries.
 
-Only what TCP reassembly needs is extracted (addresses, ports, sequence numbers,
+Used where Python handles packets itself: `-w` (cli/pcapwrite.py) finds the packets of each
+connection to copy. The engine parses packets in engine/src/packet.rs. Only what TCP reassembly needs is extracted (addresses, ports, sequence numbers,
 flags, payload), so the common case — Ethernet, IPv4 without options, TCP — is one
 precompiled `struct` unpack. Everything else (VLAN tags, Linux cooked headers,
 loopback, raw IP, IPv4 options, IPv6 extension headers) takes the general path.

@@ -1,12 +1,17 @@
-"""Kafka: framing, headers, pairing and table-driven body decoding for every API key and version.
+"""Kafka's metadata for the Python face: fields (`fields`), frame type and error names (`names`),
+its own anomaly kinds (`anomalies`), all read from the generated schema (`schema`). The engine's
+Kafka decoder is engine/src/kafka (generated from the same JSON specs)."""
 
-Modules: `schema` (the generated tables compiled into per-version plans), `body` (the one
-walker for every request/response body), `records` (record batches v2 and legacy message
-sets, checksums, decompression, messages), `embedded` (consumer-protocol and KRaft
-structures carried as bytes), `topics` (topic id -> name), `summary` (timeline lines),
-`session` (framing, resync, TLS, SASL, pairing) and `spec` (registration).
-"""
+from __future__ import annotations
 
-from wiredump.dissect.protocols.kafka.spec import SPEC
+from wiredump.dissect.protocols.base import ProtocolSpec
 
-__all__ = ["SPEC"]
+
+class KafkaSpec(ProtocolSpec):
+    name = "kafka"
+    ports = (9092,)
+
+
+SPEC = KafkaSpec()
+
+__all__ = ["SPEC", "KafkaSpec"]

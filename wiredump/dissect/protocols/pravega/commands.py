@@ -2,11 +2,11 @@
 
 One row per `WireCommandType` (facts: shared/reference/pravega/WIRE.md §5, which
 follows Pravega's `WireCommands.java`): the command name, its type code, who sends
-it, its payload fields in wire order, and the replies that may answer it. A single
-walker (`codec.decode_fields`) reads any row, the way Wireshark's field tables drive
-one dissector loop, so a new command is a new row and nothing else.
+it, its payload fields in wire order, and the replies that may answer it. The Python
+face derives Pravega's filter fields (`fields.py`) and the names `check` accepts
+(`names.py`) from it; the engine's decoder (engine/src/pravega) holds the same table.
 
-Field kinds (see `codec.py` for the encodings):
+Field kinds:
 ``byte bool int long uuid str blob rest zeros`` primitives, and the composites
 ``event`` (an embedded `[int 0][int len][bytes]` record), ``table_entries``,
 ``table_keys`` (count + keys), ``table_iterator_args``, ``chunk_infos``,
@@ -235,19 +235,5 @@ _cmd(100, "KeepAlive", "KEEP_ALIVE", BOTH, ())
 
 COMMANDS: dict[int, Command] = {c.code: c for c in _ROWS}
 """Every command by type code."""
-BY_NAME: dict[str, Command] = {c.name: c for c in _ROWS}
-
 TOP_LEVEL_CODES: frozenset[int] = frozenset(c.code for c in _ROWS if c.direction != INNER)
 """Codes that may start a frame on the wire (EVENT, PADDING, PARTIAL_EVENT live inside blocks only)."""
-
-WIRE_VERSION = 17
-OLDEST_COMPATIBLE_VERSION = 5
-MAX_WIRECOMMAND_SIZE = 0x00FFFFFF
-HEADER_SIZE = 8
-MAX_EVENT_SIZE = 8 * 1024 * 1024
-"""Largest serialized event (`Serializer.MAX_EVENT_SIZE`); a record adds 8 bytes of header."""
-
-SCALE_TYPES = {0: "NoScaling", 1: "Throughput", 2: "EventRate"}
-AUTH_ERROR_CODES = {-1: "UNSPECIFIED", 0: "TOKEN_CHECK_FAILED", 1: "TOKEN_EXPIRED"}
-ERROR_MESSAGE_CODES = {-1: "UNSPECIFIED", 0: "ILLEGAL_ARGUMENT_EXCEPTION"}
-ATTRIBUTE_UPDATE_TYPES = {1: "Replace", 4: "ReplaceIfEquals"}

@@ -1,13 +1,18 @@
-"""TANK (phaistos-networks) broker protocol: framing, every message type, bundles.
-
-The package exposes `SPEC`, the registry entry. Modules: `constants` (ids, error
-codes, flags, bounds), `bundles` (bundle and chunk decoding), `requests` and
-`responses` (one decoder per message type), `session` (framing, resync,
-dispatch, pairing), `spec` (registration and sniffing).
-"""
+"""TANK (phaistos-networks) broker's metadata for the Python face: message ids, error codes and
+flags (`constants`), from which its frame type and error names (`names`) derive, and its fields
+(`fields`). The engine's TANK decoder is engine/src/tank."""
 
 from __future__ import annotations
 
-from wiredump.dissect.protocols.tank.spec import SPEC, TankSpec
+from wiredump.dissect.protocols.base import ProtocolSpec
+
+
+class TankSpec(ProtocolSpec):
+    name = "tank"
+    title = "TANK"
+    ports = (11011,)
+
+
+SPEC = TankSpec()
 
 __all__ = ["SPEC", "TankSpec"]
