@@ -69,9 +69,8 @@ def _session(master: str | None, conf: list[str] | None):  # noqa: ANN202 - Spar
 @spark_app.command(
     "export",
     help="Write the tables with Spark: DIR/<table>/part-RRRRR-PPPPP.parquet (the local export's columns "
-    "plus capture_date), and DIR/captures/ (one row per input: status and reason). With the native "
-    "engine each task reads whole captures, a large one shared by several tasks; with the Python "
-    "engine captures are cut into byte ranges read in parallel. Globs and directories expand to "
+    "plus capture_date), and DIR/captures/ (one row per input: status and reason). Each task "
+    "reads whole captures, a large one shared by several tasks. Globs and directories expand to "
     "files.\n\n"
     "Example: wiredump spark export captures/*.pcap -o tables/",
 )
@@ -110,7 +109,8 @@ def spark_export(
         str,
         typer.Option(
             "--split-size",
-            help="Capture bytes per range, one task each (k, m, g suffixes): e.g. 128m (default), 1g.",
+            help="Capture bytes per task sharing a large capture, at most (k, m, g suffixes): e.g. 128m "
+            "(default), 1g.",
         ),
     ] = "128m",
     shards: Annotated[
@@ -118,8 +118,8 @@ def spark_export(
         typer.Option(
             "--shards",
             help="Tasks that share the connections of one capture (each reads every packet, decodes "
-            "its share). 0 (default): with the native engine, a capture larger than --split-size is "
-            "shared by the cores the other captures leave idle; 1 with the Python engine.",
+            "its share). 0 (default): a capture larger than --split-size is shared by the cores the "
+            "other captures leave idle.",
         ),
     ] = 0,
 ) -> None:

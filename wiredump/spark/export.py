@@ -6,24 +6,15 @@ How a run goes (each step bounded in memory whatever the capture sizes):
    plain paths absolute (executors do not share the driver's working directory) and opens the
    first bytes of each (`split.probe`). A missing, empty, unreadable or non-capture input
    becomes a row of the `captures` table and a line of the summary; `--strict` stops there.
-2. With the native engine (`_run_direct`): no ranges and no shuffle. Each task opens its
-   captures itself (pyarrow's file systems, read in bounded chunks by the Rust engine), builds
-   the tables in Rust (`TableFeed`) and writes them. A large capture that would leave cores
-   idle is shared by several tasks (`plan_shards`), each reading every packet and decoding
-   its share of the connections (`Options.shard`), so numbers, detection and run state are the
-   whole capture's. Why this and not a connection-keyed shuffle: docs/spark.md.
-3. With the Python engine (`_run_ranges`): each capture is cut into byte ranges
-   (`split.cut`); tasks count the records of each range and the driver chains the counts into
-   packet numbers (`split.plan`). Tasks read their ranges (`split.read_range`) and emit each
-   record keyed by (capture, packet number); Spark's shuffle brings each capture's records
-   together in packet order (`repartitionAndSortWithinPartitions`, which spills to disk, not
-   memory), with small captures packed together so that one task writes one file per table
-   for many of them.
-4. Each task runs the engine over its captures' records (`wiredump.dissect.records`, the same
-   pipeline and row builder as the local export, so the rows are the same) and writes the
-   tables' Parquet files itself through pyarrow's file systems: no table passes through the
-   JVM, nothing is cached.
-5. The driver writes the `captures` table, an empty file for a table no task wrote (so every
+2. No ranges and no shuffle (`_run_direct`): each task opens its captures itself (pyarrow's
+   file systems, read in bounded chunks by the engine), builds the tables in Rust (`TableFeed`)
+   and writes the tables' Parquet files itself: no table passes through the JVM, nothing is
+   cached. A large capture that would leave cores idle is shared by several tasks
+   (`plan_shards`), each reading every packet and decoding its share of the connections
+   (`Options.shard`), so numbers, detection and run state are the whole capture's; small
+   captures are packed together so that one task writes one file per table for many of them.
+   Why this and not a connection-keyed shuffle: docs/spark.md.
+3. The driver writes the `captures` table, an empty file for a table no task wrote (so every
    table reads the same way), and `DIR/_wiredump.json`, the list of files each run wrote.
    `--mode overwrite` deletes only files listed there, after the new run succeeded; `append`
    adds a run; the default refuses a directory that already holds an export.
@@ -37,7 +28,6 @@ from __future__ import annotations
 import datetime as dt
 import fnmatch
 import glob
-import itertools
 import json
 import math
 import os
@@ -50,8 +40,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from wiredump.dissect import split
-from wiredump.dissect.capture import CaptureError, Record
-from wiredump.dissect.pipeline import DEFAULT_ENGINE
+from wiredump.dissect.capture import CaptureError
 from wiredump.dissect.tables import PARQUET_OPTIONS, SCHEMAS, TABLES
 from wiredump.spark.tables import CAPTURES_SCHEMA, DATE_COLUMN, spark_arrow_schema
 
@@ -86,11 +75,7 @@ class JobOptions:
     shards: int = 0
     """Tasks that dissect one capture, each decoding a share of its connections (`Options.shard`:
     every share sees every packet, so detection, stream numbers and what connections teach each
-    other are those of the whole capture). 0: chosen per capture (`plan_shards`) with the native
-    engine, 1 with the Python one."""
-    engine: str = field(default_factory=lambda: os.environ.get("WIREDUMP_ENGINE", DEFAULT_ENGINE))
-    """The engine the executors run: the driver's (`--engine`, WIREDUMP_ENGINE), chosen here
-    because an executor's environment does not carry the driver's WIREDUMP_ENGINE."""
+    other are those of the whole capture). 0: chosen per capture (`plan_shards`)."""
 
 
 @dataclass(slots=True)
@@ -193,105 +178,6 @@ def _expand_uri(given: str) -> list[tuple[str, str | None, str | None]]:
 
 
 # -- the job -------------------------------------------------------------------------------------------
-def _count(files: list[split.CaptureFile]):  # noqa: ANN202 - a closure Spark pickles
-    def run(rng: split.Range) -> tuple[split.Range, split.RangeCount | tuple[str, str]]:
-        try:
-            return rng, split.count_range(files[rng.file], rng)
-        except CaptureError as e:  # a compressed file whose content is not a capture
-            return rng, ("not_a_capture" if _status(e) == "not_a_capture" else "unreadable", str(e))
-        except Exception as e:  # noqa: BLE001 - the capture becomes an `unreadable` row
-            return rng, ("unreadable", f"{files[rng.file].name}: cannot be read ({e})")
-
-    return run
-
-
-CHUNK_RECORDS = 512
-CHUNK_BYTES = 4 << 20
-"""Records travel through the shuffle in chunks of consecutive packets (at most this many, or
-about this many bytes): far fewer objects to pickle and sort than one per packet."""
-
-
-def _read(files: list[split.CaptureFile], shards: dict[int, int]):  # noqa: ANN202
-    def run(task: split.Task) -> Iterator[tuple[tuple[tuple[int, int], int, int], tuple]]:
-        end = split.RangeEnd(None, 0)
-        n = task.first_number
-        groups = [(task.file, k) for k in range(shards.get(task.file, 1))]
-        chunk: list[tuple] = []
-        size = 0
-        for r in split.read_range(files[task.file], task, end):
-            n = r.number
-            chunk.append((r.number, r.ts_us, r.linktype, r.data, r.orig_len, r.ts_note))
-            size += len(r.data)
-            if len(chunk) >= CHUNK_RECORDS or size >= CHUNK_BYTES:
-                for g in groups:
-                    yield (g, chunk[0][0], 0), tuple(chunk)
-                chunk, size = [], 0
-        if chunk:
-            for g in groups:
-                yield (g, chunk[0][0], 0), tuple(chunk)
-        # The range's end sorts after its last chunk (keyed by its first packet) and before the
-        # next range's first chunk (keyed by the packet after this range's last).
-        for g in groups:
-            yield (g, n, 1), (end.truncated, end.skipped_unknown_link)
-
-    return run
-
-
-def _records(group: Iterator, end: _End, first: list[int], last: list[int]) -> Iterator[Record]:
-    """One capture's records from the sorted shuffle; range ends give the end-of-capture facts."""
-    for (_, _number, kind), v in group:
-        if kind:
-            end.skipped_unknown_link += v[1]
-            if v[0]:
-                end.truncated = v[0]
-                return  # the file ends here for every reader
-            continue
-        if not first:
-            first.append(v[0][1])
-        last[0] = v[-1][0]
-        for rec in v:
-            yield Record(*rec)
-
-
-class _End:
-    truncated: str | None = None
-    skipped_unknown_link: int = 0
-
-
-def _write(files: list[split.CaptureFile], options: JobOptions, out: str, run: int, shards: dict[int, int]):  # noqa: ANN202
-    def task(part: int, items: Iterator[tuple[tuple[tuple[int, int], int, int], tuple]]) -> Iterator[tuple]:
-        from wiredump.dissect.pipeline import Options
-        from wiredump.dissect.records import table_batches
-
-        fsys, root = split.filesystem(out)
-        writers: dict[str, _PartWriter] = {}
-        for (index, shard), group in itertools.groupby(items, key=lambda kv: kv[0][0]):
-            n = shards.get(index, 1)
-            opts = Options(
-                decode_as=dict(options.decode_as), shard=(shard, n) if n > 1 else None, engine=options.engine
-            )
-            end = _End()
-            first: list[int] = []
-            last = [0]
-
-            date: list[dt.date | None] = []
-            for table, batch in table_batches(
-                files[index].name, _records(group, end, first, last), opts, end, options.values
-            ):
-                if not date:
-                    date.append(_date(first[0]) if first else None)
-                w = writers.get(table)
-                if w is None:
-                    w = writers[table] = _PartWriter(fsys, f"{root}/{table}/{part_name(run, part)}", table)
-                w.add(batch, date[0])
-            if shard == 0:
-                yield ("capture", index, last[0], end.truncated)
-        for table, w in writers.items():
-            yield ("file", table, w.path, w.close())
-
-    return task
-
-
 def part_name(run: int, part: int) -> str:
     return f"part-{run:05d}-{part:05d}.parquet"
 
@@ -419,10 +305,7 @@ def run_export(
     written: list[str] = []
     counts = dict.fromkeys(TABLES, 0)
     if files:
-        if options.engine == "native":
-            results = _run_direct(sc, files, options, out, run, rows, row_of)
-        else:
-            results = _run_ranges(sc, files, options, out, run, rows, row_of)
+        results = _run_direct(sc, files, options, out, run, rows, row_of)
         for r in results:
             if r[0] == "capture":
                 row = rows[row_of[r[1]]]
@@ -446,41 +329,6 @@ def run_export(
     return ExportResult(counts, rows, run, written)
 
 
-def _run_ranges(
-    sc: Any,
-    files: list[split.CaptureFile],
-    options: JobOptions,
-    out: str,
-    run: int,
-    rows: list[CaptureRow],
-    row_of: dict[int, int],
-) -> list[tuple]:
-    """The Python engine's job: ranges counted and read in parallel, records shuffled to the
-    tasks that dissect them (reading a capture is most of what the Python engine costs, so
-    it is worth spreading even though every record then crosses the JVM)."""
-    tasks = _plan(sc, files, options, rows, row_of)
-    by_file: dict[int, int] = {}
-    for t in tasks:
-        by_file[t.file] = by_file.get(t.file, 0) + 1
-    for i, n in by_file.items():
-        rows[row_of[i]].ranges = n
-    want = max(1, options.shards)
-    shards = {i: min(want, n) for i, n in by_file.items() if min(want, n) > 1}
-    sizes = {(i, k): files[i].size // shards.get(i, 1) for i in by_file for k in range(shards.get(i, 1))}
-    total = sum(sizes.values())
-    parts = max(1, min(len(sizes), max(sc.defaultParallelism, math.ceil(total / options.file_bytes))))
-    part_of = _pack(sizes, parts)
-    if not tasks:
-        return []
-    return (
-        sc.parallelize(tasks, len(tasks))
-        .flatMap(_read(files, shards))
-        .repartitionAndSortWithinPartitions(parts, lambda key: part_of[key[0]])
-        .mapPartitionsWithIndex(_write(files, options, out, run, shards))
-        .collect()
-    )
-
-
 def cores(sc: Any) -> int:
     """Tasks the job runs at once: `local[N]`'s N (wiredump's local mode sets
     `spark.default.parallelism` for its own reasons, so that is not it), a cluster's default
@@ -494,10 +342,10 @@ def cores(sc: Any) -> int:
 
 
 def plan_shards(sizes: Sequence[int], cores: int, split_size: int, shards: int = 0) -> list[int]:
-    """How many tasks dissect each capture with the native engine (`--shards 0`: chosen here).
+    """How many tasks dissect each capture (`--shards 0`: chosen here).
 
     Every share reads and reassembles the whole capture and follows the connections that teach
-    the others (Kafka's topic names): with the native engine that is about a sixth of
+    the others (Kafka's topic names): that is about a sixth of
     dissecting the capture (benchmarks/README.md), paid once more per extra share. So a
     capture is shared only by cores that would otherwise have nothing to do: its share of the
     job's bytes times the cores, rounded, at most one share per `split_size` bytes of it. One
@@ -518,7 +366,7 @@ def _run_direct(
     rows: list[CaptureRow],
     row_of: dict[int, int],
 ) -> list[tuple]:
-    """The native engine's job: no ranges, no shuffle. Each task opens its captures itself
+    """The job: no ranges, no shuffle. Each task opens its captures itself
     (pyarrow's file systems, read in bounded chunks by the engine) and dissects them whole, or
     its share of their connections when a capture is shared by several tasks; small captures
     are packed together so that one task writes one file per table for many of them."""
@@ -545,9 +393,7 @@ def _dissect(files: list[split.CaptureFile], options: JobOptions, out: str, run:
         writers: dict[str, _PartWriter] = {}
         for index, k, n in (g for groups in lists for g in groups):
             cf = files[index]
-            opts = Options(
-                decode_as=dict(options.decode_as), shard=(k, n) if n > 1 else None, engine="native"
-            )
+            opts = Options(decode_as=dict(options.decode_as), shard=(k, n) if n > 1 else None)
             try:
                 src, path = split.filesystem(cf.uri)
                 date = _first_date(cf)
@@ -596,31 +442,9 @@ def _add_native(
 
 def _first_date(cf: split.CaptureFile) -> dt.date | None:
     """The UTC date of a capture's first record (the `capture_date` column), read on its own."""
-    state = split.NgState(endian=cf.endian) if cf.format == "pcapng" else None
-    first = split.Task(0, cf.data_start, cf.size, 0, state, True)
-    for rec in split.read_range(cf, first):
+    for rec in split.read_range(cf, split.whole_file(cf)):
         return _date(rec.ts_us)
     return None
-
-
-def _plan(
-    sc: Any,
-    files: list[split.CaptureFile],
-    options: JobOptions,
-    rows: list[CaptureRow],
-    row_of: dict[int, int],
-) -> list[split.Task]:
-    ranges = [r for i, cf in enumerate(files) for r in split.cut(cf, i, options.split_size)]
-    tasks: list[split.Task] = []
-    while ranges:
-        counted = sc.parallelize(ranges, len(ranges)).map(_count(files)).collect()
-        failed = {r.file: c for r, c in counted if isinstance(c, tuple)}
-        for i, (status, why) in failed.items():
-            rows[row_of[i]].status, rows[row_of[i]].reason = status, why
-        ok = [(r, c) for r, c in counted if r.file not in failed]
-        done, ranges = split.plan(files, [r for r, _ in ok], [c for _, c in ok])  # type: ignore[misc]
-        tasks += done
-    return tasks
 
 
 def _driver_files(out: str, run: int, rows: list[CaptureRow], written: list[str]) -> list[str]:

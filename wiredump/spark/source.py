@@ -7,19 +7,17 @@
 One table per read (`table`: frames, exchanges, messages, anomalies or connections; frames by
 default), with the columns of `wiredump spark export`'s files (the local export's, then
 `capture_date`). The path may be a file, a glob, a directory or a URI (`file://`, `hdfs://`,
-`s3a://`), or several separated by commas; `values` ("true") includes message values; `engine`
-(native, python or rust) the engine, by default the driver's (WIREDUMP_ENGINE, else native). Each
-capture is one input partition, dissected inside the executor by the same engine as the local
+`s3a://`), or several separated by commas; `values` ("true") includes message values. Each
+capture is one input partition, dissected inside the executor by the engine of the local
 export, read through pyarrow's file systems in bounded chunks. Inputs that are not readable
 captures are left out (`wiredump spark export` reports them in its `captures` table).
 
-For whole exports of large captures use `wiredump spark export`, which cuts captures into
-ranges and writes all tables in one pass; this source is for reading captures ad hoc.
+For whole exports of large captures use `wiredump spark export`, which shares a large capture
+between tasks and writes all tables in one pass; this source is for reading captures ad hoc.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -75,16 +73,6 @@ class WiredumpReader(DataSourceReader):  # type: ignore[misc]
     def __init__(self, table: str, options: dict[str, str]) -> None:
         self.table = table
         self.values = str(options.get("values", "false")).lower() == "true"
-        # Chosen on the driver (this object is pickled to the executors, whose environment
-        # does not carry the driver's WIREDUMP_ENGINE).
-        from wiredump.dissect.pipeline import DEFAULT_ENGINE
-        from wiredump.dissect.rust_stream import ENGINES
-
-        self.engine = options.get("engine") or os.environ.get("WIREDUMP_ENGINE", DEFAULT_ENGINE)
-        if self.engine not in ENGINES:
-            raise ValueError(
-                f"wiredump: option engine must be one of {', '.join(ENGINES)}, not {self.engine!r}"
-            )
         path = options.get("path") or options.get("paths") or ""
         if path.startswith("["):  # load([...]) passes a JSON list
             import json
@@ -109,7 +97,7 @@ class WiredumpReader(DataSourceReader):  # type: ignore[misc]
             cf = split.probe(partition.name, partition.uri)
         except CaptureError:
             return
-        tasks = split.plan_file_locally(cf, 0, max(cf.size, 1))
+        tasks = [split.whole_file(cf)]
         end = split.RangeEnd(None, 0)
         first: list[int] = []
 
@@ -121,7 +109,7 @@ class WiredumpReader(DataSourceReader):  # type: ignore[misc]
                     yield r
 
         schema = _schema(self.table)
-        for table, batch in table_batches(cf.name, records(), Options(engine=self.engine), end, self.values):
+        for table, batch in table_batches(cf.name, records(), Options(), end, self.values):
             if table != self.table:
                 continue
             date = _date(first[0]) if first else None
