@@ -4,11 +4,11 @@
 Why generated: the corpora are derived data (thousands of files that change as the fuzzer
 learns); the captures under /work/shared/captures and samples/ are the source of truth.
 
-- capture targets (Rust `capture_tcp`, Python `py_capture`): the capture files themselves
-  (under 200 KB, so an execution stays fast; the first 32 KB for the slower Python pipeline);
-- session targets (Python `py_<proto>`, Rust `<proto>_session`): each connection of the
-  protocol's captures, reassembled, as the chunk encoding of fuzz/atheris/_harness.py, with
-  the default limits and again with the tiny message cap;
+- the capture target (`capture_tcp`): the capture files themselves (under 200 KB, so an
+  execution stays fast);
+- session targets (`<proto>_session`): each connection of the protocol's captures, reassembled
+  by the engine (tests/fuzzing.py), in the targets' chunk encoding (`encode_chunks`), with the
+  default limits and again with the tiny message cap;
 - `kafka_decode`: every real Kafka body (scripts/kafka_fuzz_seeds.py);
 - any other target: the capture files (an unknown format still gets real bytes).
 
@@ -25,20 +25,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "fuzz" / "atheris"))
+sys.path.insert(0, str(ROOT / "tests"))
 
-from _harness import encode_chunks  # noqa: E402
+from fuzzing import seed_streams  # noqa: E402
 
 from tests.conftest import CAPTURES  # noqa: E402
-from tests.fuzzing import seed_streams  # noqa: E402
 
 MAX_FILE = 200_000
 """Capture files above this are left out of the file corpora (slow executions)."""
 STREAM_CAP = 8192
 """Bytes kept per direction of a connection in a session seed (small inputs, fast executions)."""
-PY_CAPTURE_CAP = 32768
-"""The Python capture target reads a seed's first bytes only: the pipeline is ~100x slower than
-the Rust reader, and a cut file is a capture too (its tail is a truncated_capture anomaly)."""
 PROTOCOLS = ("kafka", "pulsar", "pravega", "tank")
 
 
@@ -49,11 +45,23 @@ def capture_files() -> list[Path]:
 
 
 def protocol_of(target: str) -> str | None:
-    """`py_kafka` and `kafka_session` are session targets of kafka; others are not."""
+    """`kafka_session` is the session target of kafka; others are not."""
     for p in PROTOCOLS:
-        if target in (f"py_{p}", f"{p}_session"):
+        if target == f"{p}_session":
             return p
     return None
+
+
+def encode_chunks(chunks: list[tuple[str, bytes]], profile: int = 0) -> bytes:
+    """A session target's input for (role, bytes) chunks: the profile byte (default limits or the
+    tiny message cap), then per chunk its role (0 client, 1 server), its length (2 bytes, big
+    endian) and its bytes; chunks over 65535 bytes are split (engine/fuzz/fuzz_targets/*_session.rs)."""
+    out = bytearray([profile])
+    for role, data in chunks:
+        for i in range(0, max(len(data), 1), 0xFFFF):
+            part = data[i : i + 0xFFFF]
+            out += bytes([1 if role == "server" else 0]) + len(part).to_bytes(2, "big") + part
+    return bytes(out)
 
 
 def write(out: Path, data: bytes) -> None:
@@ -74,9 +82,6 @@ def seed(root: Path, target: str) -> int:
                 if chunks:
                     write(out, encode_chunks(chunks, 0))
                     write(out, encode_chunks(chunks, 1))
-    elif target == "py_capture":
-        for p in capture_files():
-            (out / p.name).write_bytes(p.read_bytes()[:PY_CAPTURE_CAP])
     else:
         for p in capture_files():
             shutil.copy(p, out / p.name)
