@@ -405,7 +405,7 @@ def build_tank_zero_chunk(path: Path) -> None:
 def build_tank_tiny_bundles(path: Path) -> None:
     """A Consume response whose 2 MiB chunk is `01 04` repeated: a million one-byte bundles
     (1 message declared, none held), each malformed. Every bundle was an object with its fields
-    and its anomaly (~1.3 GB in the Python engine); past `Limits.max_batches` they are read and
+    and its anomaly (~1.3 GB in the former Python engine); past `Limits.max_batches` they are read and
     counted, not listed, and their anomalies past 64 only counted."""
     from tests.test_tank_crafted import consume_req, consume_resp, entry, q, u32
 
@@ -564,11 +564,6 @@ def main() -> None:
     ap.add_argument("--rebuild", action="store_true")
     ap.add_argument("--commands", default="timeline,stats,export")
     ap.add_argument("--build", help=argparse.SUPPRESS)
-    ap.add_argument(
-        "--engine",
-        default="python,native",
-        help="engines to run, comma-separated (python, rust, native); each command runs once per engine",
-    )
     args = ap.parse_args()
     if args.build:
         DATA.mkdir(parents=True, exist_ok=True)
@@ -583,7 +578,7 @@ def main() -> None:
         f"{os.cpu_count()} CPUs; limits {MAX_RSS_MB} MB, {MAX_SECONDS} s"
     )
     print(
-        f"{'capture':<22} {'size':>9} {'engine':<7} {'command':<9} {'wall s':>7} {'CPU s':>7} {'peak MB':>8} {'exit':>4} "
+        f"{'capture':<22} {'size':>9} {'command':<9} {'wall s':>7} {'CPU s':>7} {'peak MB':>8} {'exit':>4} "
         f"{'tb':>3}  verdict"
     )
     failures = 0
@@ -596,27 +591,27 @@ def main() -> None:
             subprocess.run([sys.executable, __file__, "--build", name], check=True)
         size = path.stat().st_size
         kinds = ""
-        for engine, command in [(e, c) for e in args.engine.split(",") for c in commands]:
-            out = DATA / f"{name}.{engine}.{command}.out"
-            wd = [sys.executable, "-m", "wiredump", "--engine", engine]
+        for command in commands:
+            out = DATA / f"{name}.{command}.out"
+            wd = [sys.executable, "-m", "wiredump"]
             if command == "timeline":
                 cmd = [*wd, str(path)]
             elif command == "stats":
                 cmd = [*wd, "stats", str(path)]
             else:
-                out_dir = DATA / f"{name}.{engine}.export"
+                out_dir = DATA / f"{name}.export"
                 shutil.rmtree(out_dir, ignore_errors=True)
                 cmd = [*wd, "export", str(path), "-o", str(out_dir)]
             seconds, rss, cpu, code, tb = run(cmd, out)
             ok = rss <= MAX_RSS_MB and seconds <= MAX_SECONDS and not tb and code == 0
             failures += not ok
             print(
-                f"{name:<22} {size / 1e6:>7.2f}MB {engine:<7} {command:<9} {seconds:>7.2f} {cpu:>7.2f} {rss:>8.1f} {code:>4} "
+                f"{name:<22} {size / 1e6:>7.2f}MB {command:<9} {seconds:>7.2f} {cpu:>7.2f} {rss:>8.1f} {code:>4} "
                 f"{'yes' if tb else 'no':>3}  {'ok' if ok else 'OVER'}",
                 flush=True,
             )
             if command == "export" and code == 0:
-                kinds += f" {engine}: {anomaly_kinds(out_dir)}"
+                kinds += f" {anomaly_kinds(out_dir)}"
                 shutil.rmtree(out_dir, ignore_errors=True)
         if kinds:
             print(f"{'':<22} anomalies:{kinds}", flush=True)

@@ -105,7 +105,7 @@ def table(results: list[Result]) -> str:
 TSHARK_FIELDS = ["-T", "fields", "-e", "kafka.api_key", "-e", "kafka.correlation_id"]
 
 
-def one_size(label: str, cap: Path, packets: int, tmp: Path, engine: list[str], workers: int) -> list[Result]:
+def one_size(label: str, cap: Path, packets: int, tmp: Path, workers: int) -> list[Result]:
     """tshark and wiredump, timeline and export, on one capture: the four commands side by side."""
     size = cap.stat().st_size
     results: list[Result] = []
@@ -129,9 +129,9 @@ def one_size(label: str, cap: Path, packets: int, tmp: Path, engine: list[str], 
             )
         )
     results.append(
-        timed(f"[{label}] wiredump X > file", [*wiredump(), *engine, str(cap)], packets, tmp / "w1.txt", size)
+        timed(f"[{label}] wiredump X > file", [*wiredump(), str(cap)], packets, tmp / "w1.txt", size)
     )
-    export = [*wiredump(), *engine, "export", str(cap), "-o", str(tmp / f"out-{label}")]
+    export = [*wiredump(), "export", str(cap), "-o", str(tmp / f"out-{label}")]
     if workers:
         export += ["--workers", str(workers)]
     results.append(timed(f"[{label}] wiredump export X -o DIR", export, packets, None, size))
@@ -170,12 +170,10 @@ def main() -> None:
     )
     ap.add_argument("--spark", action="store_true", help="also time spark export with 1 and 2 cores")
     ap.add_argument("--workers", type=int, default=0, help="pass --workers N to wiredump export")
-    ap.add_argument("--engine", default="native", help="wiredump's engine (python, rust, native)")
     args = ap.parse_args()
     cap = args.capture
     packets = count_packets(cap)
     tmp = Path(tempfile.mkdtemp(prefix="wiredump-bench-"))
-    engine = ["--engine", args.engine]
     results: list[Result] = []
     sizes = [("1x", cap, packets)]
     try:
@@ -194,7 +192,7 @@ def main() -> None:
             )
             sizes.append((f"{args.scale}x", big, count_packets(big)))
         for label, path, n in sizes:
-            results += one_size(label, path, n, tmp, engine, args.workers)
+            results += one_size(label, path, n, tmp, args.workers)
             for f in tmp.glob("*.txt"):
                 f.unlink()
         if args.spark:
@@ -224,7 +222,7 @@ def main() -> None:
             if path.exists()
             else f"capture {label}: {n:,} packets"
         )
-    print(f"engine: {args.engine}; load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(table(results))
     print()
     for label, _, _ in sizes:

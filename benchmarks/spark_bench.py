@@ -158,9 +158,9 @@ def shares(path: Path, n: int = 2) -> None:
         print(f"{label:<44} {secs:8.2f} CPU s")
         return secs
 
-    whole = run("whole capture", Options(engine="native"))
-    parts = [run(f"share {k} of {n}", Options(engine="native", shard=(k, n))) for k in range(n)]
-    run("a share that owns nothing", Options(engine="native", shard=(n, n)))
+    whole = run("whole capture", Options())
+    parts = [run(f"share {k} of {n}", Options(shard=(k, n))) for k in range(n)]
+    run("a share that owns nothing", Options(shard=(n, n)))
     run("reading and reassembly only (no protocol)", Options(engine="native", protocols=()))
     print(
         f"ceiling of {n} shares: {whole / max(parts):.2f}x; {n} shares cost {sum(parts) / whole:.2f}x the whole"
@@ -197,9 +197,6 @@ def main() -> None:
         "--shards", type=int, default=0, help="spark export --shards (0: the default, chosen per capture)"
     )
     ap.add_argument("--capture", type=Path, help="use this capture as the large one instead of building it")
-    ap.add_argument(
-        "--engine", default=os.environ.get("WIREDUMP_ENGINE", "native"), help="--engine of every command"
-    )
     ap.add_argument("--check", action="store_true", help="check every Spark table equals the local export")
     ap.add_argument(
         "--shares", action="store_true", help="only the CPU of shares of the large capture, no Spark"
@@ -235,8 +232,6 @@ def main() -> None:
                     sys.executable,
                     "-m",
                     "wiredump",
-                    "--engine",
-                    args.engine,
                     "export",
                     *paths,
                     "-o",
@@ -246,7 +241,7 @@ def main() -> None:
 
             def spark(cores: int, out: str, shards: int, paths: list[str] = paths) -> list[str]:
                 return [
-                    sys.executable, "-m", "wiredump", "--engine", args.engine, "spark", "export", *paths,
+                    sys.executable, "-m", "wiredump", "spark", "export", *paths,
                     "-o", str(work / out), "--master", f"local[{cores}]",
                     "--split-size", args.split_size, "--shards", str(shards),
                 ]  # fmt: skip
