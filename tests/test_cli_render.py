@@ -111,7 +111,8 @@ def test_badges_and_plain_line_for_bad_frames():
     f.role, f.packet, f.stream = "client", 12, 0
     f.src, f.src_port, f.dst, f.dst_port = "10.0.0.1", 50000, "10.0.0.2", 6650
     f.summary = "producer_id=0 seq=4"
-    f.flag("bad_checksum", "bad_checksum", "crc32c 0x1 != 0x2", 20)
+    f.status = "bad_checksum"
+    f.anomalies.append(Anomaly("bad_checksum", "crc32c 0x1 != 0x2", 20))
     f.anomalies.append(Anomaly("decompression_failed", "lz4: bad frame", 30))
     assert badges(f, "unanswered", "gap") == [
         "bad_checksum",

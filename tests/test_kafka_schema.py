@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REFERENCE
+from wiredump import _engine
 from wiredump.dissect.protocols.kafka import schema
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,42 +39,27 @@ def test_versions_merge_trunk_and_3_9() -> None:
     assert len(v) == 91
 
 
-def test_header_versions_follow_notes() -> None:
-    assert schema.request_header_version(7, 0) == 0  # ControlledShutdown v0: no client id
-    assert schema.request_header_version(0, 8) == 1
-    assert schema.request_header_version(0, 9) == 2
-    assert schema.request_header_version(17, 1) == 1  # SaslHandshake is never flexible
-    assert schema.response_header_version(18, 3) == 0  # ApiVersions response header is always v0
-    assert schema.response_header_version(3, 9) == 1
-    assert schema.response_header_version(3, 8) == 0
-
-
 def test_error_names_from_errors_tsv() -> None:
     assert schema.error_name(35) == "UNSUPPORTED_VERSION"
     assert schema.error_name(3) == "UNKNOWN_TOPIC_OR_PARTITION"
     assert schema.error_name(-1) == "UNKNOWN_SERVER_ERROR"
 
 
-def names(plan: schema.Plan) -> list[str]:
-    out: list[str] = []
-    for o in plan.ops:
-        out.extend(o.names if o.code == schema.FIXED_RUN else [o.name or ""])
-    return out
-
-
-def test_plans_respect_field_versions() -> None:
-    # ProduceRequest: TransactionalId from v3 (nullable), then Acks, TimeoutMs, TopicData.
-    p2 = schema.plan(0, 2, "request")
-    p3 = schema.plan(0, 3, "request")
-    assert p2 is not None and p3 is not None
-    assert names(p2) == ["acks", "timeout_ms", "topic_data"]
-    assert names(p3) == ["transactional_id", "acks", "timeout_ms", "topic_data"]
-    assert p3.ops[0].nullable and not p3.ops[0].compact
-    p9 = schema.plan(0, 9, "request")
-    assert p9 is not None and p9.flexible and p9.ops[0].compact
-    # FetchResponse v12+: CurrentLeader (tag 1) and SnapshotId (tag 2) are tagged per partition.
-    f12 = schema.plan(1, 12, "response")
-    assert f12 is not None
-    responses = next(o for o in f12.ops if o.name == "responses")
-    parts = next(o for o in responses.elem.struct.ops if o.name == "partitions")
-    assert set(parts.elem.struct.tags) == {0, 1, 2}
+def test_generated_plans_respect_field_versions() -> None:
+    """The engine's plans (engine/build.rs, from the same tables) on bodies built by hand (NOTES §4)."""
+    # ProduceRequest: TransactionalId from v3 (nullable), then Acks, TimeoutMs, TopicData (empty).
+    v2 = _engine.kafka_decode(False, 0, 2, struct.pack(">hii", -1, 1000, 0))
+    v3 = _engine.kafka_decode(False, 0, 3, struct.pack(">hhii", -1, -1, 1000, 0))
+    assert list(v2[0]) == ["acks", "timeout_ms", "topic_data"] and v2[3] == 10
+    assert v3[0] == {"transactional_id": None, "acks": -1, "timeout_ms": 1000, "topic_data": []}
+    # v9 is flexible: a compact nullable string (0: null), a compact array (1: empty), no tags.
+    v9 = _engine.kafka_decode(False, 0, 9, bytes([0]) + struct.pack(">hi", -1, 1000) + bytes([1, 0]))
+    assert v9[0] == v3[0] and v9[2] is None and v9[3] == 9
+    # FetchResponse v12+: CurrentLeader is tag 1 of each partition (leader id 7, epoch 3).
+    leader = struct.pack(">ii", 7, 3) + b"\x00"
+    part = struct.pack(">ihqqq", 0, 0, 10, 10, 0) + b"\x00" + struct.pack(">i", -1) + b"\x00"
+    part += bytes([1, 1, len(leader)]) + leader
+    body = struct.pack(">ihi", 0, 0, 0) + bytes([2, 2]) + b"t" + bytes([2]) + part + b"\x00\x00"
+    fields, errors, error, end = _engine.kafka_decode(True, 1, 12, body)
+    assert error is None and end == len(body)
+    assert fields["responses"][0]["partitions"][0]["current_leader"] == {"leader_id": 7, "leader_epoch": 3}

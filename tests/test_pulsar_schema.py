@@ -63,4 +63,9 @@ def test_every_command_type_of_the_notes_table_is_named() -> None:
     assert schema.TYPE_NAMES[6] == "SEND" and schema.TYPE_NAMES[24] == "LOOKUP_RESPONSE"
     assert schema.TYPE_NAMES[68] == "TOPIC_MIGRATED"
     # Every type's command sits in the BaseCommand field with its own number.
-    assert set(schema.COMMAND_FIELD) == expected
+    from google.protobuf.descriptor import FieldDescriptor
+
+    from wiredump.proto import PulsarApi_pb2 as pb
+
+    fields = {f.number for f in pb.BaseCommand.DESCRIPTOR.fields if f.type == FieldDescriptor.TYPE_MESSAGE}
+    assert fields == expected
