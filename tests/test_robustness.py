@@ -185,3 +185,12 @@ def test_truncated_capture_decodes_what_it_holds_then_exits_2(tmp_path: Path, cu
     if cut < 0:
         # Everything but the last packet is there: the frames before it are printed.
         assert "ApiVersions" in r.stdout
+
+
+@pytest.mark.parametrize("args", [["--engine", "python", "SAMPLE"], ["stats", "SAMPLE", "--engine=rust"]])
+def test_a_leftover_engine_option_is_a_usage_error(args: list[str]) -> None:
+    """There is one engine: `--engine` (which selected the former Python one) is refused, exit 2."""
+    sample = str(Path(__file__).resolve().parents[1] / "samples" / "kafka-basic.pcap")
+    r = _cli(*(sample if a == "SAMPLE" else a for a in args))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "No such option: --engine" in r.stderr
