@@ -204,3 +204,15 @@ def test_every_type_and_error_of_the_real_captures_is_declared() -> None:
     # And a rule naming each of them is accepted.
     lines = sorted({f"  {p}.{t}: {{min: 0}}" for p, t, _ in seen})
     parse_rules("expect:\n" + "\n".join(lines) + "\n")
+
+
+def test_keepalive_types_are_declared_by_their_protocol() -> None:
+    # The baselines' default skip list is every protocol's own declaration, each a type it has.
+    from wiredump.check.transcript import Config, default_skip
+
+    specs = all_protocols()
+    declared = [(name, t) for name, spec in specs.items() for t in spec.keepalive_types()]
+    assert all(t in specs[name].type_names() for name, t in declared)
+    assert default_skip() == tuple(f"{n}.{t}" for n, t in declared) == Config().skip
+    assert set(default_skip()) == {"kafka.Heartbeat", "pulsar.PING", "pulsar.PONG", "pravega.KeepAlive"}
+    assert _Fake().keepalive_types() == ()

@@ -8,9 +8,9 @@ producer ids, producer names, offsets, the stream numbering) is left out unless 
 with `--include`. How many messages each frame carries depends on client batching and
 timing, so it is left out too (`batch` adds it). Consecutive identical entries collapse
 into one with `repeat: N`, so a producer sending 10,000 SENDs is one line and memory
-stays proportional to the number of distinct runs, not frames. Keep-alives (Pulsar
-PING/PONG, Kafka Heartbeat, Pravega KeepAlive) come and go with timing and are skipped
-by default.
+stays proportional to the number of distinct runs, not frames. Keep-alives (the frame types
+each protocol declares as such, `ProtocolSpec.keepalive_types`) come and go with timing and
+are skipped by default.
 """
 
 from __future__ import annotations
@@ -49,8 +49,15 @@ ENTRY_FIELDS: dict[str, str] = {
 }
 FIELDS = tuple(ENTRY_FIELDS)
 DEFAULT_FIELDS = ("type", "version", "status", "error", "topics", "messages", "repeat")
-DEFAULT_SKIP = ("pulsar.PING", "pulsar.PONG", "kafka.Heartbeat", "pravega.KeepAlive")
 CONNECTION_FIELDS = ("port", "state", "messages")
+
+
+def default_skip() -> tuple[str, ...]:
+    """`<protocol>.<type>` of every keep-alive type the protocols declare, in registry order."""
+    from wiredump.dissect.protocols import all_protocols
+
+    return tuple(f"{spec.name}.{t}" for spec in all_protocols().values() for t in spec.keepalive_types())
+
 
 _TOPIC_KEYS = {"topic", "topic_name", "segment"}
 _TOPIC_LISTS = {"topics", "topic_data", "responses", "partitions_metadata"}
@@ -221,7 +228,7 @@ class Config:
     """Which fields a transcript keeps and which frame types it skips."""
 
     fields: frozenset[str] = frozenset(DEFAULT_FIELDS)
-    skip: tuple[str, ...] = DEFAULT_SKIP
+    skip: tuple[str, ...] = field(default_factory=default_skip)
     topic_patterns: tuple[str, ...] = ()
     """Regular expressions; a topic that matches one whole is recorded as the expression
     itself, so topic names that carry a run id (`orders-3f9a…`) compare equal."""

@@ -283,7 +283,7 @@ def baseline_cmd(
         bool,
         typer.Option(
             "--no-default-skip",
-            help="Keep keep-alive frames (Pulsar PING/PONG, Kafka Heartbeat, Pravega KeepAlive).",
+            help="Keep keep-alive frames (the types each protocol declares as keep-alives, skipped by default).",
         ),
     ] = False,
     fmt: Annotated[
@@ -293,7 +293,7 @@ def baseline_cmd(
     progress: ProgressOpt = True,
 ) -> None:
     from wiredump.check import baseline as baseline_file
-    from wiredump.check.transcript import DEFAULT_FIELDS, DEFAULT_SKIP, Config, TranscriptBuilder
+    from wiredump.check.transcript import DEFAULT_FIELDS, Config, TranscriptBuilder, default_skip
 
     fmt = fmt or baseline_file.fmt_for(out)
     if fmt not in ("yaml", "json"):
@@ -302,7 +302,7 @@ def baseline_cmd(
     fields = _fields(frozenset(DEFAULT_FIELDS), ignore, include)
     config = Config(
         fields,
-        _skip_patterns(() if no_default_skip else DEFAULT_SKIP, skip),
+        _skip_patterns(() if no_default_skip else default_skip(), skip),
         _topic_patterns((), topic_pattern),
     )
     builder = TranscriptBuilder(config)

@@ -56,6 +56,13 @@ class ProtocolSpec:
         module = _own_module(self, "names")
         return frozenset(module.error_names()) if module is not None else frozenset()
 
+    def keepalive_types(self) -> tuple[str, ...]:
+        """The frame types this protocol sends to keep a connection alive, whose number depends on
+        timing: `check`'s baselines skip them by default. The `KEEPALIVE_TYPES` of the protocol's
+        `names` module; none without one."""
+        module = _own_module(self, "names")
+        return tuple(getattr(module, "KEEPALIVE_TYPES", ())) if module is not None else ()
+
     def anomaly_kinds(self) -> list[AnomalyKind]:
         """The anomaly kinds only this protocol reports (name, severity, meaning), each declared once.
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from wiredump.dissect.protocols.kafka import schema
 
 SESSION_TYPES = ("Unknown", "TLS", "SaslToken")
+KEEPALIVE_TYPES = ("Heartbeat",)
+"""A consumer's periodic Heartbeat: how many come depends on timing (`check`'s baselines skip it)."""
 
 
 def type_names() -> frozenset[str]:

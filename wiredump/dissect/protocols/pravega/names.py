@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from wiredump.dissect.protocols.pravega.commands import COMMANDS
 
+KEEPALIVE_TYPES = ("KeepAlive",)
+"""Sent both ways while a connection idles: how many depends on timing (`check`'s baselines skip them)."""
+
 
 def type_names() -> frozenset[str]:
     return frozenset(c.name for c in COMMANDS.values())

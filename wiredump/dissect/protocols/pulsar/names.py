@@ -11,6 +11,8 @@ from __future__ import annotations
 from wiredump.dissect.protocols.pulsar import schema
 
 SESSION_TYPES = ("PROXY_PROTOCOL",)
+KEEPALIVE_TYPES = ("PING", "PONG")
+"""The connection's keep-alive probes: how many come depends on timing (`check`'s baselines skip them)."""
 
 
 def type_names() -> frozenset[str]:
