@@ -1,9 +1,9 @@
-"""Capture → packets → TCP streams → protocol frames → correlation → tables.
+"""The engine's Python face: options and events, the model, tables, filter, fields, stats.
 
 The package is also the public entry point `wiredump.dissect(paths, options)` (see
-`wiredump.api.dissect`): calling the module runs the pipeline. The engine's modules live inside
-it, so `import wiredump.dissect.pipeline` sets `wiredump.dissect` to this package; making the
-package callable keeps `wiredump.dissect(...)` working whatever was imported before.
+`wiredump.api.dissect`): calling the module runs the pipeline. Its modules live inside it, so
+`import wiredump.dissect.pipeline` sets `wiredump.dissect` to this package; making the package
+callable keeps `wiredump.dissect(...)` working whatever was imported before.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ frames and bytes per type come from frame events (`frames` table: count, sum of
 `length`); latency, unanswered and no-request counts from exchange events
 (`exchanges` table, keyed by the request's type); connections from connection
 events; anomaly counts from every anomaly event (`anomalies` table). An `internal_error`
-(a wiredump bug caught by the framing engine's shield) is counted whatever the display
+(a wiredump bug caught by the engine's shield) is counted whatever the display
 filter, and totalled apart (`totals.internal_errors`): a bug is never filtered out of sight.
 """
 
