@@ -102,7 +102,6 @@ def export(
         ),
     ] = 0,
 ) -> None:
-
     if fmt not in FORMATS:
         raise UsageError(f"--format is parquet or jsonl, not {fmt!r}")
     if workers < 0:
