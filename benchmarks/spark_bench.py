@@ -161,7 +161,7 @@ def shares(path: Path, n: int = 2) -> None:
     whole = run("whole capture", Options())
     parts = [run(f"share {k} of {n}", Options(shard=(k, n))) for k in range(n)]
     run("a share that owns nothing", Options(shard=(n, n)))
-    run("reading and reassembly only (no protocol)", Options(engine="native", protocols=()))
+    run("reading and reassembly only (no protocol)", Options(protocols=()))
     print(
         f"ceiling of {n} shares: {whole / max(parts):.2f}x; {n} shares cost {sum(parts) / whole:.2f}x the whole"
     )
