@@ -70,8 +70,8 @@ def _session(master: str | None, conf: list[str] | None):  # noqa: ANN202 - Spar
     "export",
     help="Write the tables with Spark: DIR/<table>/part-RRRRR-PPPPP.parquet (the local export's columns "
     "plus capture_date), and DIR/captures/ (one row per input: status and reason). Each task "
-    "reads whole captures, a large one shared by several tasks. Globs and directories expand to "
-    "files.\n\n"
+    "reads whole captures, a large one shared by several tasks (or, with --route ranges, byte "
+    "ranges of them). Globs and directories expand to files.\n\n"
     "Example: wiredump spark export captures/*.pcap -o tables/",
 )
 def spark_export(
@@ -109,8 +109,8 @@ def spark_export(
         str,
         typer.Option(
             "--split-size",
-            help="Capture bytes per task sharing a large capture, at most (k, m, g suffixes): e.g. 128m "
-            "(default), 1g.",
+            help="Capture bytes per task sharing a large capture, at most; with --route ranges, bytes "
+            "per range (k, m, g suffixes): e.g. 128m (default), 1g.",
         ),
     ] = "128m",
     shards: Annotated[
@@ -119,12 +119,22 @@ def spark_export(
             "--shards",
             help="Tasks that share the connections of one capture (each reads every packet, decodes "
             "its share). 0 (default): a capture larger than --split-size is shared by the cores the "
-            "other captures leave idle.",
+            "other captures leave idle (with --route ranges: 1).",
         ),
     ] = 0,
+    route: Annotated[
+        str,
+        typer.Option(
+            "--route",
+            help="shares (default): each task reads whole captures, a large one shared by several "
+            "tasks that each read all of it. ranges: captures cut into --split-size byte ranges, each "
+            "read once, the records shuffled to the tasks that dissect them (for many cores on one "
+            "huge capture).",
+        ),
+    ] = "shares",
 ) -> None:
     from wiredump.cli.app import make_options
-    from wiredump.spark.export import ExportError, JobOptions, has_export, plan_inputs, run_export
+    from wiredump.spark.export import ROUTES, ExportError, JobOptions, has_export, plan_inputs, run_export
 
     make_options(decode_as)  # validates the protocol names
     if "-" in captures:
@@ -133,8 +143,14 @@ def spark_export(
         raise UsageError(f"--mode must be append or overwrite, not {mode!r}")
     if shards < 0:
         raise UsageError("--shards must be 0 (chosen per capture) or more")
+    if route not in ROUTES:
+        raise UsageError(f"--route must be {' or '.join(ROUTES)}, not {route!r}")
     options = JobOptions(
-        values=values, decode_as=parse_decode_as(decode_as), split_size=_size(split_size), shards=shards
+        values=values,
+        decode_as=parse_decode_as(decode_as),
+        split_size=_size(split_size),
+        shards=shards,
+        route=route,
     )
     try:
         if mode is None and has_export(out):

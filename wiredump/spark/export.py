@@ -13,7 +13,9 @@ How a run goes (each step bounded in memory whatever the capture sizes):
    (`plan_shards`), each reading every packet and decoding its share of the connections
    (`Options.shard`), so numbers, detection and run state are the whole capture's; small
    captures are packed together so that one task writes one file per table for many of them.
-   Why this and not a connection-keyed shuffle: docs/spark.md.
+   Why this and not a connection-keyed shuffle: docs/spark.md. With `--route ranges`
+   (`JobOptions.route`, `wiredump.spark.ranges`) captures are instead cut into byte ranges read
+   once each, the records shuffled to the tasks that dissect them.
 3. The driver writes the `captures` table, an empty file for a table no task wrote (so every
    table reads the same way), and `DIR/_wiredump.json`, the list of files each run wrote.
    `--mode overwrite` deletes only files listed there, after the new run succeeded; `append`
@@ -58,6 +60,8 @@ ROW_GROUP_BYTES = 64 << 20
 """A row group is written at this many rows or bytes, whichever comes first (message values
 can be large: memory per task stays bounded)."""
 GLOB_CHARS = frozenset("*?[")
+ROUTES = ("shares", "ranges")
+"""How captures reach the tasks that dissect them (`JobOptions.route`)."""
 
 
 class ExportError(Exception):
@@ -75,7 +79,12 @@ class JobOptions:
     shards: int = 0
     """Tasks that dissect one capture, each decoding a share of its connections (`Options.shard`:
     every share sees every packet, so detection, stream numbers and what connections teach each
-    other are those of the whole capture). 0: chosen per capture (`plan_shards`)."""
+    other are those of the whole capture). 0: chosen per capture (`plan_shards`); with the
+    `ranges` route, 1 (more only spreads the connections of a capture cut into several ranges)."""
+    route: str = "shares"
+    """`shares` (each task reads whole captures, a large one shared: `_run_direct`) or `ranges`
+    (captures cut into `split_size` byte ranges read once each, records shuffled to the tasks
+    that dissect them: `wiredump.spark.ranges`)."""
 
 
 @dataclass(slots=True)
@@ -288,6 +297,8 @@ def run_export(
     options = options or JobOptions()
     if mode not in ("error", "append", "overwrite"):
         raise ExportError(f"--mode must be append or overwrite, not {mode!r}")
+    if options.route not in ROUTES:
+        raise ExportError(f"--route must be {' or '.join(ROUTES)}, not {options.route!r}")
     out = split.absolute(out)
     manifest = read_manifest(out)
     if mode == "error" and has_export(out):
@@ -305,7 +316,12 @@ def run_export(
     written: list[str] = []
     counts = dict.fromkeys(TABLES, 0)
     if files:
-        results = _run_direct(sc, files, options, out, run, rows, row_of)
+        if options.route == "ranges":
+            from wiredump.spark.ranges import run_ranges
+
+            results = run_ranges(sc, files, options, out, run, rows, row_of)
+        else:
+            results = _run_direct(sc, files, options, out, run, rows, row_of)
         for r in results:
             if r[0] == "capture":
                 row = rows[row_of[r[1]]]
