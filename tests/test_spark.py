@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from wiredump.dissect.capture import open_capture
 from wiredump.dissect.pipeline import Options, dissect
 from wiredump.dissect.tables import SCHEMAS, TABLES, TableSet
 
@@ -197,6 +198,74 @@ def test_shards_equal_the_local_export_row_for_row(exports: dict[str, object], t
     caps = pq.read_table(out / "captures").to_pylist()
     assert [c["capture"] for c in caps] == [*paths[:-1], exports["uri"]]  # type: ignore[index,misc]
     assert {c["status"] for c in caps} == {"ok"} and {c["ranges"] for c in caps} == {3}
+
+
+@pytest.mark.parametrize("shards", ["1", "3"])
+def test_ranges_route_equals_the_local_export_row_for_row(
+    shards: str, exports: dict[str, object], tmp_path: Path
+) -> None:
+    """`--route ranges`: the captures cut into 4 KiB ranges (most read by several tasks: packet
+    numbers from the counting pass), the records shuffled to the tasks that dissect them with the
+    native engine; with 1 dissecting task per capture and with 3 (each receiving every record,
+    decoding its share of the connections). The rows are the local export's of the whole
+    captures, one of each protocol, an empty one, one given as a URI."""
+    out = tmp_path / "spark"
+    paths = exports["paths"]
+    args = [*paths[:-1], exports["uri"], "-o", str(out), "--values", "--route", "ranges"]  # type: ignore[index,misc]
+    res = _cli(["spark", "export", *args, "--split-size", "4k", "--shards", shards])
+    assert res.exit_code == 0, res.output
+    assert _counts(res.stderr) == exports["local_counts"]
+    seen = _assert_tables_equal(out, exports["local"], {exports["uri"]: paths[-1]})  # type: ignore[arg-type,dict-item,index]
+    assert {"kafka", "pulsar", "pravega", "tank"} <= seen
+    caps = pq.read_table(out / "captures").to_pylist()
+    assert [c["capture"] for c in caps] == [*paths[:-1], exports["uri"]]  # type: ignore[index,misc]
+    assert {c["status"] for c in caps} == {"ok"}
+    # At most one range per 4 KiB after the file header (fewer where a range holds no boundary
+    # or a guess is merged away); the 24-byte empty capture is one range.
+    file_of = dict(zip([*paths[:-1], exports["uri"]], paths, strict=True))  # type: ignore[index,misc,arg-type]
+    for c in caps:
+        size = Path(file_of[c["capture"]]).stat().st_size
+        assert 1 <= c["ranges"] <= max(1, math.ceil((size - 24) / 4096)), c
+    for c in caps:  # packet numbers are the whole file's: the last one is the local reader's count
+        assert c["packets"] == sum(1 for _ in open_capture(file_of[c["capture"]])), c
+    kafka = next(c for c in caps if c["capture"].endswith(PICKS["kafka"]))
+    assert kafka["ranges"] >= 8 and kafka["packets"] > 0
+    assert sorted(p.name for p in (out / "frames").iterdir()) == [
+        f"part-00000-{i:05d}.parquet" for i in range(len(list((out / "frames").iterdir())))
+    ]
+
+
+def test_ranges_route_reads_a_compressed_capture_whole(captures: Path, tmp_path: Path, spark) -> None:  # noqa: ANN001
+    """A gzip-compressed capture cannot be cut: it is one range, beside the same capture
+    uncompressed cut into many; both give the local export's rows."""
+    path = captures / PICKS["kafka"]
+    gz = tmp_path / f"{path.name}.gz"
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    local = tmp_path / "local"
+    tables = TableSet(local, values=True)
+    tables.add_events(dissect([str(path)], Options()))
+    tables.close()
+    for given in (path, gz):
+        out = tmp_path / f"spark-{given.suffix}"
+        res = _cli(
+            [
+                "spark",
+                "export",
+                str(given),
+                "-o",
+                str(out),
+                "--values",
+                "--route",
+                "ranges",
+                "--split-size",
+                "8k",
+            ]
+        )
+        assert res.exit_code == 0, res.output
+        assert "kafka" in _assert_tables_equal(out, local, {str(gz): str(path)})
+        (cap,) = pq.read_table(out / "captures").to_pylist()
+        assert cap["status"] == "ok"
+        assert cap["ranges"] == 1 if given == gz else cap["ranges"] >= 8
 
 
 @pytest.mark.parametrize("pick", sorted(PICKS))
@@ -408,12 +477,15 @@ def test_the_documented_duckdb_query_gives_the_report_percentiles(exports: dict[
         assert got[(proto, typ)] == pytest.approx((p50, p99), abs=1e-6)
 
 
+@pytest.mark.parametrize("route", ["shares", "ranges"])
 def test_failures_become_rows_a_summary_and_with_strict_exit_2(
+    route: str,
     tmp_path: Path,
     captures: Path,
     spark,  # noqa: ANN001
 ) -> None:
-    """A compressed non-capture is found when a task opens it."""
+    """With either route (a compressed non-capture is found when a task opens it: the one that
+    dissects it with shares, the one that counts its range with ranges)."""
     (tmp_path / "empty.pcap").write_bytes(b"")
     (tmp_path / "notes.txt").write_text("not a capture\n")
     (tmp_path / "junk.pcap.gz").write_bytes(gzip.compress(b"not a capture either"))
@@ -437,7 +509,7 @@ def test_failures_become_rows_a_summary_and_with_strict_exit_2(
     assert strict.returncode == 2 and "Traceback" not in strict.stderr and not out.exists()
     assert "7 of 8 inputs cannot be read (--strict)" in strict.stderr
 
-    res = _cli(["spark", "export", *inputs, "-o", str(out)])
+    res = _cli(["spark", "export", *inputs, "-o", str(out), "--route", route])
     assert res.exit_code == 0, res.output
     assert "1 of 8 captures exported (run 0), 7 skipped" in res.stderr
     caps = {c["capture"]: c for c in pq.read_table(out / "captures").to_pylist()}
