@@ -1,12 +1,13 @@
 """`wiredump spark export` on a real standalone cluster: a master and a worker on 127.0.0.1,
 started from the installed PySpark's jars, whose executors run a Python that cannot import
 wiredump (so the CLI must ship it), on relative paths and a glob, with every capture shared by
-two tasks (each decoding half of its connections).
+two tasks (each decoding half of its connections), then through the ranges route with every
+capture cut into small byte ranges (kafka-python-basic.pcap into at least 8).
 
 Expected values: the local export (`wiredump.dissect.pipeline` + `TableSet`) of the same
 captures. It is the reference only because the rest of the suite checks it against the
 independent decodes beside the captures (tshark, client logs, the captures' .tsv/.json files);
-here the Spark tables must equal it row for row, whatever the number of shares.
+here the Spark tables must equal it row for row, whatever the number of shares or ranges.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ FIRST = [
 ]
 """Relative to the captures folder (the CLI runs there), a glob among them."""
 SECOND = ["tank/t01-basic.pcap"]
-SPLIT = "8k"  # by default a capture is shared by at most one task per 8 KiB of it
+SPLIT = "8k"  # shares: at most one task per 8 KiB of a capture; ranges: kafka-python-basic.pcap (82 KB) in 11
 
 
 def _free_port() -> int:
@@ -197,5 +198,18 @@ def test_standalone_cluster_export_equals_local_and_append_keeps_the_first(
         _same(st, lt, name)
     runs = sorted({c["run"] for c in pq.read_table(out / "captures").to_pylist()})
     assert runs == [0, 1]
+
+    # The ranges route on the same cluster: every capture cut into 8 KiB ranges, counted and
+    # read by separate tasks, the records shuffled to the tasks that dissect them. The rows are
+    # the same.
+    ranges = tmp_path / "ranges"
+    res = _export(cluster, captures, FIRST, ranges, "--route", "ranges")
+    for name in TABLES:
+        _same(pq.read_table(ranges / name), pq.read_table(local / f"{name}.parquet"), name)
+    caps = pq.read_table(ranges / "captures").to_pylist()
+    assert {c["capture"] for c in caps} == set(names) and {c["status"] for c in caps} == {"ok"}
+    kafka = next(c for c in caps if c["capture"] == "kafka/kafka-python-basic.pcap")
+    assert kafka["ranges"] >= 8, kafka
+    assert "4 of 4 captures exported" in res.stderr
 
     print(f"first cluster export: {first_run_s:.1f} s")
