@@ -260,6 +260,19 @@ class Run:
         finally:
             self.progress.close()
 
+    def captures(self) -> Iterator[Any]:
+        """Each capture opened in turn, for a consumer that reads its records itself (the native
+        timeline, `timeline.plain_native`); one is counted done for the progress bar when the
+        next is asked for. Packet times are the consumer's to keep."""
+        try:
+            for path, size in zip(self.paths, self.sizes, strict=True):
+                reader = open_source(path, self.options)
+                self.info = CaptureInfo(reader.name, PacketTimes(1))
+                yield reader
+                self.progress.finish_file(size)
+        finally:
+            self.progress.close()
+
 
 # -- reply verdicts --------------------------------------------------------------------------------
 UNANSWERED = "unanswered"

@@ -1,0 +1,474 @@
+//! The plain text timeline made from the engine's records, with no Python object per frame.
+//!
+//! `wiredump CAPTURE > file` used to turn every record into Python objects (frame, anomalies,
+//! events) only to format one line from them: most of the run's time went on those objects.
+//! Here the same stages run in Rust on the records as they leave the engine — `annotate` (reply
+//! verdicts, stream-break marks) and `in_packet_order` ([`annotate`]), the `TimelinePrinter`'s
+//! loop with its `Clock`, `plain_frame`/`plain_anomaly` and `badges` ([`text`], here) and
+//! `CaptureNotes` ([`notes`]) — and the lines collect in a buffer the binding hands to Python in
+//! big chunks to write.
+//!
+//! Python stays the reference and keeps the other timelines (colour, -V, -x, -Y, JSON, fields):
+//! each piece here names its Python twin, and `tests/test_timeline_native.py` runs both
+//! renderers on every capture and compares stdout and stderr byte for byte. What Python
+//! declares (the anomaly kinds shown by default, the stream breaks, the protocol names, the
+//! verdict words, the bounds) comes in through [`Declared`], never copied here.
+
+pub mod annotate;
+pub mod notes;
+pub mod text;
+
+use std::collections::HashSet;
+use std::fmt::Write;
+
+use annotate::{Annotator, Event, Item, Reorder, Verdict};
+use notes::CaptureNotes;
+use text::{escape, escape_into, is_printable_str, push_latency, push_right, Clock, TimeMode};
+
+use crate::model::{ExchangeStatus, Frame, Role, Status};
+use crate::pipeline::Record;
+
+/// What the Python side declares, passed in once per run.
+#[derive(Clone, Debug)]
+pub struct Declared {
+    /// Frameless anomaly kinds shown without -A (`anomalies.shown_by_default()`).
+    pub shown: HashSet<String>,
+    /// Frameless anomaly kinds that mark their stream's next frame (`source.STREAM_BREAKS`).
+    pub stream_breaks: HashSet<String>,
+    /// The anomaly kind summarised once per capture (`notes.SNAP`).
+    pub snap: String,
+    /// Every protocol as people write it, `Kafka/Pulsar/…` (`notes.protocol_titles()`).
+    pub titles: String,
+    /// The verdict badges (`source.UNANSWERED`, `source.NO_REPLY_YET`).
+    pub unanswered: String,
+    pub no_reply_yet: String,
+    /// Items held at most while a request waits for its verdict (`source.MAX_WAIT`).
+    pub max_wait: usize,
+    /// Server ports named at most in the no-traffic note (`notes.MAX_PORTS`).
+    pub max_ports: usize,
+}
+
+/// What the command line asks of this timeline.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub time: TimeMode,
+    /// -A: every frameless anomaly is a line, the snap-length ones too.
+    pub all_anomalies: bool,
+    /// -c: stop after this many frames shown.
+    pub count: Option<u64>,
+    /// Lines kept to put a late one in its place (`REORDER_WINDOW`; 0 with -l).
+    pub window: usize,
+    /// The run has several captures: a `==> name <==` head for each, names on the notes.
+    pub several: bool,
+}
+
+/// `PacketTimes` (source.py): the times of the most recent packets, in a bounded ring, to give
+/// an anomaly (which names a packet) its time.
+struct PacketTimes {
+    ring: Vec<i64>,
+    count: u64,
+    first: Option<i64>,
+}
+
+/// Packets whose time is kept (`PacketTimes.WINDOW`): 8 MiB, and flat on any capture.
+const TIMES_WINDOW: u64 = 1 << 20;
+
+impl PacketTimes {
+    fn new() -> PacketTimes {
+        PacketTimes {
+            ring: Vec::new(),
+            count: 0,
+            first: None,
+        }
+    }
+
+    fn append(&mut self, ts_us: i64) {
+        if self.first.is_none() {
+            self.first = Some(ts_us);
+        }
+        let i = (self.count % TIMES_WINDOW) as usize;
+        if i == self.ring.len() {
+            self.ring.push(ts_us); // grows with the capture up to the window, never past it
+        } else {
+            self.ring[i] = ts_us;
+        }
+        self.count += 1;
+    }
+
+    /// A record read: the numbers skipped before it take its time (as the Python hook does).
+    fn record(&mut self, number: u64, ts_us: i64) {
+        while self.count + 1 < number {
+            self.append(ts_us);
+        }
+        self.append(ts_us);
+    }
+
+    fn get(&self, packet: u64) -> Option<i64> {
+        let low = self.count.saturating_sub(TIMES_WINDOW);
+        (packet >= 1 && packet > low && packet <= self.count)
+            .then(|| self.ring[((packet - 1) % TIMES_WINDOW) as usize])
+    }
+
+    fn reset(&mut self) {
+        self.count = 0;
+        self.first = None;
+    }
+}
+
+/// The plain timeline of a run (one or several captures): feed it each capture's records and
+/// the times of the packets read, take the text it made.
+pub struct Timeline {
+    decl: Declared,
+    settings: Settings,
+    annotate: Annotator,
+    order: Reorder,
+    clock: Clock,
+    notes: CaptureNotes,
+    times: PacketTimes,
+    /// The first event of the current capture reached the printer (`started`).
+    started: bool,
+    shown: u64,
+    /// `-c` is reached: nothing more is read or printed.
+    stopped: bool,
+    /// Lines made and not taken yet, each ending with a newline.
+    out: String,
+    /// End-of-capture notes for stderr (`TimelinePrinter.said`).
+    pub said: Vec<String>,
+    /// `name: capture is truncated: …` for each truncated capture.
+    pub truncated: Vec<String>,
+    /// Lines made so far (for the binding's `-l`).
+    pub lines: u64,
+    /// The name of the capture being read (`run.info.name`).
+    current: String,
+    released: Vec<Item>,
+    ordered: Vec<Item>,
+    /// A frame's time, made again for each line.
+    time: String,
+}
+
+impl Timeline {
+    pub fn new(decl: Declared, settings: Settings) -> Timeline {
+        let breaks = decl.stream_breaks.clone();
+        Timeline {
+            annotate: Annotator::new(breaks, decl.max_wait),
+            order: Reorder::new(settings.window),
+            clock: Clock::new(settings.time),
+            notes: CaptureNotes::new(!settings.all_anomalies, decl.max_ports),
+            times: PacketTimes::new(),
+            started: false,
+            shown: 0,
+            stopped: settings.count == Some(0),
+            out: String::new(),
+            said: Vec::new(),
+            truncated: Vec::new(),
+            lines: 0,
+            current: String::new(),
+            released: Vec::new(),
+            ordered: Vec::new(),
+            time: String::new(),
+            decl,
+            settings,
+        }
+    }
+
+    /// `-c` is reached: stop reading.
+    pub fn stopped(&self) -> bool {
+        self.stopped
+    }
+
+    /// The text made so far (whole lines).
+    pub fn text(&self) -> &str {
+        &self.out
+    }
+
+    /// Takes the text made so far.
+    pub fn take_text(&mut self) -> String {
+        std::mem::take(&mut self.out)
+    }
+
+    /// The capture whose records come next is called `name` (the `==> name <==` head).
+    pub fn capture(&mut self, name: &str) {
+        if self.current != name {
+            self.current = name.to_string();
+        }
+    }
+
+    /// The records the engine read (number, time), before the records they produced.
+    pub fn packets(&mut self, times: &[(u64, i64)]) {
+        for &(number, ts) in times {
+            self.times.record(number, ts);
+        }
+    }
+
+    /// One record of the current capture.
+    pub fn record(&mut self, rec: Record) {
+        if self.stopped {
+            return;
+        }
+        let mut released = std::mem::take(&mut self.released);
+        match rec {
+            Record::Frame(f) => {
+                let packets: Vec<u64> = f.borrow().anomalies.iter().map(|a| a.packet).collect();
+                self.annotate.push(Event::Frame(f), &mut released);
+                for packet in packets {
+                    self.annotate
+                        .push(Event::FrameAnomaly { packet }, &mut released);
+                }
+            }
+            Record::Anomaly(a) => self.annotate.push(Event::Anomaly(a), &mut released),
+            Record::Exchange(e) => {
+                let settles = matches!(
+                    e.status,
+                    ExchangeStatus::Unanswered | ExchangeStatus::NoResponseExpected
+                );
+                match e.request_packet {
+                    Some(packet) if settles => {
+                        let key = (e.stream, packet, e.correlation_id, e.type_);
+                        self.annotate.exchange(key, e.status, &mut released);
+                    }
+                    _ => self.annotate.push(Event::Exchange, &mut released),
+                }
+            }
+            Record::Connection(c) => self.annotate.push(
+                Event::Connection {
+                    server_port: c.server_port,
+                },
+                &mut released,
+            ),
+            Record::CaptureEnd(e) => {
+                self.annotate.push(Event::CaptureEnd(e), &mut released);
+            }
+        }
+        self.pass(&mut released);
+        self.released = released;
+    }
+
+    /// The end of the run: what the stages still hold is printed.
+    pub fn finish(&mut self) {
+        let mut released = std::mem::take(&mut self.released);
+        self.annotate.drain(&mut released);
+        self.pass(&mut released);
+        let mut ordered = std::mem::take(&mut self.ordered);
+        self.order.drain(&mut ordered);
+        self.print_all(&mut ordered);
+        self.ordered = ordered;
+        self.released = released;
+    }
+
+    /// Items out of `annotate` through the reorder window to the printer.
+    fn pass(&mut self, released: &mut Vec<Item>) {
+        let mut ordered = std::mem::take(&mut self.ordered);
+        for item in released.drain(..) {
+            self.order.push(item, &mut ordered);
+            self.print_all(&mut ordered);
+        }
+        self.ordered = ordered;
+    }
+
+    fn print_all(&mut self, ordered: &mut Vec<Item>) {
+        for item in ordered.drain(..) {
+            if !self.stopped {
+                self.print(item);
+            }
+        }
+    }
+
+    /// `TimelinePrinter.run`'s loop body for one item.
+    fn print(&mut self, item: Item) {
+        // notes.feed: a snap-length line is summarised at the capture's end.
+        match &item.ev {
+            Event::Frame(_) => self.notes.frame(),
+            // Its line is replaced by the summary (a guard with an effect: it counts it).
+            Event::Anomaly(a) if a.kind == self.decl.snap && self.notes.snap(a) => return,
+            Event::Connection { server_port } => self.notes.connection(*server_port),
+            _ => {}
+        }
+        if !self.started {
+            self.clock.start(self.times.first);
+            self.started = true;
+            if self.settings.several {
+                // The capture's name, not escaped: the line's guard escapes it (`Out.line`).
+                let start = self.out.len();
+                let _ = write!(self.out, "==> {} <==", self.current);
+                self.end_line(start);
+            }
+        }
+        match item.ev {
+            Event::Frame(f) => {
+                let f = f.borrow();
+                let mut time = std::mem::take(&mut self.time);
+                time.clear();
+                self.clock.format(&mut time, Some(f.ts_us), true);
+                let start = self.out.len();
+                frame_line(
+                    &mut self.out,
+                    &self.decl,
+                    &f,
+                    &time,
+                    item.reply.get(),
+                    item.after,
+                );
+                self.end_line(start);
+                self.time = time;
+                self.shown += 1;
+                if self.settings.count.is_some_and(|c| self.shown >= c) {
+                    self.stopped = true; // stop reading at once, as tshark -c does
+                }
+            }
+            Event::Anomaly(a) => {
+                if self.settings.all_anomalies || self.decl.shown.contains(a.kind.as_ref()) {
+                    // `plain_anomaly` (render.py).
+                    let mut time = String::new();
+                    self.clock
+                        .format(&mut time, self.times.get(a.packet), false);
+                    let start = self.out.len();
+                    let line = &mut self.out;
+                    let _ = write!(line, "{:>6} ", a.packet);
+                    push_right(line, &time, 10);
+                    line.push(' ');
+                    let place = a.stream.map(|s| format!("{s:>3}")).unwrap_or_default();
+                    let _ = write!(line, "{place:>3} ! {}", a.kind);
+                    if let Some(p) = a.protocol {
+                        let _ = write!(line, " ({p})");
+                    }
+                    line.push_str(": ");
+                    escape_into(line, &a.detail);
+                    self.end_line(start);
+                }
+            }
+            Event::CaptureEnd(e) => {
+                self.started = false;
+                let name = self.settings.several.then_some(e.name.as_str());
+                let said = self
+                    .notes
+                    .end(e.packets, name, &self.decl.titles, &self.decl.snap);
+                self.said.extend(said);
+                if let Some(t) = &e.truncated {
+                    self.truncated
+                        .push(format!("{}: capture is truncated: {t}", e.name));
+                }
+                self.times.reset();
+            }
+            Event::FrameAnomaly { .. } | Event::Exchange | Event::Connection { .. } => {}
+        }
+    }
+
+    /// Ends the line written to the text from `start` as `Out.line` writes a plain line: as
+    /// given, unless it still holds a character a terminal would act on (a capture's name in
+    /// its head): then escaped whole.
+    fn end_line(&mut self, start: usize) {
+        if !is_printable_str(&self.out[start..]) {
+            let line = self.out.split_off(start);
+            escape_into(&mut self.out, &line);
+        }
+        self.out.push('\n');
+        self.lines += 1;
+    }
+}
+
+/// `plain_frame` (render.py) with `badges`.
+fn frame_line(
+    out: &mut String,
+    decl: &Declared,
+    f: &Frame,
+    time: &str,
+    reply: Verdict,
+    after: Option<std::borrow::Cow<'static, str>>,
+) {
+    let _ = write!(out, "{:>6} ", f.packet);
+    push_right(out, time, 10);
+    let _ = write!(out, " {:>3} ", f.stream);
+    let (near, far) = match f.role {
+        Role::Client => ((&f.src, f.src_port), (&f.dst, f.dst_port)),
+        Role::Server => ((&f.dst, f.dst_port), (&f.src, f.src_port)),
+    };
+    push_endpoint(out, near.0, near.1);
+    out.push_str(if f.role == Role::Client {
+        " → "
+    } else {
+        " ← "
+    });
+    push_endpoint(out, far.0, far.1);
+    let _ = write!(out, " {:<7} ", f.protocol);
+    escape_into(out, &f.type_);
+    if let Some(v) = f.version {
+        let _ = write!(out, " v{v}");
+    }
+    if let Some(id) = f.correlation_id {
+        let _ = write!(out, " id={id}");
+    }
+    if let Some(peer) = f.peer_packet {
+        match f.latency_us {
+            Some(us) => {
+                let _ = write!(out, " ← #{peer} ");
+                push_latency(out, us);
+            }
+            None => {
+                let _ = write!(out, " → #{peer}");
+            }
+        }
+    }
+    let error = f.error.as_deref().filter(|e| !e.is_empty());
+    let reply = match reply {
+        Verdict::Unanswered => Some(decl.unanswered.as_str()),
+        Verdict::NoReplyYet => Some(decl.no_reply_yet.as_str()),
+        Verdict::None | Verdict::Pending => None,
+    };
+    if f.status != Status::Ok
+        || !f.anomalies.is_empty()
+        || error.is_some()
+        || reply.is_some()
+        || after.is_some()
+    {
+        // `badges`: the status, the frame's own anomaly kinds, the error when the summary
+        // does not say it, the verdict, the stream break.
+        let status = f.status.as_str();
+        let mut marks: Vec<std::borrow::Cow<'_, str>> = Vec::new();
+        if f.status != Status::Ok {
+            marks.push(status.into());
+        }
+        for a in &f.anomalies {
+            let kind = a.kind.as_ref();
+            if !marks.iter().any(|m| m == kind)
+                && kind != status
+                && !(kind == "truncated" && f.status == Status::Truncated)
+            {
+                marks.push(kind.into());
+            }
+        }
+        if let Some(e) = error {
+            if !f.summary.contains(e) {
+                marks.push(format!("error {}", escape(e)).into());
+            }
+        }
+        if let Some(r) = reply {
+            marks.push(r.into());
+        }
+        if let Some(a) = &after {
+            marks.push(format!("after {a}").into());
+        }
+        if !marks.is_empty() {
+            out.push_str(" [");
+            for (i, m) in marks.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                out.push_str(m);
+            }
+            out.push(']');
+        }
+    }
+    if !f.summary.is_empty() {
+        out.push_str("  ");
+        escape_into(out, &f.summary);
+    }
+}
+
+/// `endpoint` (render.py): `10.0.0.1:9092`, an IPv6 address in brackets.
+fn push_endpoint(out: &mut String, host: &str, port: u16) {
+    if host.contains(':') {
+        let _ = write!(out, "[{host}]:{port}");
+    } else {
+        let _ = write!(out, "{host}:{port}");
+    }
+}
