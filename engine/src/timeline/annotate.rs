@@ -10,7 +10,8 @@ use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::rc::Rc;
 
-use crate::model::{Anomaly, ExchangeStatus, FrameRef, Kind};
+use super::FrameLine;
+use crate::model::{Anomaly, ExchangeStatus, Frame, Kind};
 use crate::pipeline::CaptureEnd;
 
 /// A frame's reply verdict (`Item.reply`): none, the two words, or still waiting for it.
@@ -50,7 +51,8 @@ impl Reply {
 /// An engine record as the timeline's stages see it (`pipeline.Event`).
 #[derive(Debug)]
 pub enum Event {
-    Frame(FrameRef),
+    /// A frame, as its line's text.
+    Frame(FrameLine),
     /// One of a frame's own anomalies (`ev.frame` set): never a line, but an item.
     FrameAnomaly {
         packet: u64,
@@ -130,32 +132,8 @@ impl Annotator {
 
     /// Takes `ev` and appends to `out` the items that may leave now, in order.
     pub fn push(&mut self, ev: Event, out: &mut Vec<Item>) {
-        let mut item = Item::new(ev);
+        let item = Item::new(ev);
         match &item.ev {
-            Event::Frame(f) => {
-                let f = f.borrow();
-                if let Some((kind, packet)) = self.broken.get(&f.stream) {
-                    if f.first_packet >= *packet {
-                        item.after = Some(kind.clone());
-                        self.broken.remove(&f.stream);
-                    }
-                }
-                if f.kind == Kind::Request && f.peer_packet.is_none() {
-                    if f.awaiting {
-                        item.reply = Reply::Now(Verdict::NoReplyYet);
-                    } else {
-                        let key = (f.stream, f.packet, f.correlation_id, f.type_.clone());
-                        match self.take_early(&key) {
-                            Some(status) => item.reply = Reply::Now(resolve(status)),
-                            None => {
-                                let cell = Rc::new(Cell::new(Verdict::Pending));
-                                self.waiting.entry(key).or_default().push_back(cell.clone());
-                                item.reply = Reply::Shared(cell);
-                            }
-                        }
-                    }
-                }
-            }
             Event::Anomaly(a) => {
                 if let Some(stream) = a.stream {
                     if self.breaks.contains(a.kind.as_ref()) {
@@ -174,7 +152,39 @@ impl Annotator {
                 self.early_order.clear();
                 self.broken.clear();
             }
-            Event::FrameAnomaly { .. } | Event::Exchange | Event::Connection { .. } => {}
+            // A frame's verdict and mark are found by [`Annotator::frame`], from the frame.
+            Event::Frame(_)
+            | Event::FrameAnomaly { .. }
+            | Event::Exchange
+            | Event::Connection { .. } => {}
+        }
+        self.queue.push_back(item);
+        self.release(out);
+    }
+
+    /// A frame (`f`, made into `line`): its stream-break mark and its verdict, known or awaited.
+    pub fn frame(&mut self, f: &Frame, line: FrameLine, out: &mut Vec<Item>) {
+        let mut item = Item::new(Event::Frame(line));
+        if let Some((kind, packet)) = self.broken.get(&f.stream) {
+            if f.first_packet >= *packet {
+                item.after = Some(kind.clone());
+                self.broken.remove(&f.stream);
+            }
+        }
+        if f.kind == Kind::Request && f.peer_packet.is_none() {
+            if f.awaiting {
+                item.reply = Reply::Now(Verdict::NoReplyYet);
+            } else {
+                let key = (f.stream, f.packet, f.correlation_id, f.type_.clone());
+                match self.take_early(&key) {
+                    Some(status) => item.reply = Reply::Now(resolve(status)),
+                    None => {
+                        let cell = Rc::new(Cell::new(Verdict::Pending));
+                        self.waiting.entry(key).or_default().push_back(cell.clone());
+                        item.reply = Reply::Shared(cell);
+                    }
+                }
+            }
         }
         self.queue.push_back(item);
         self.release(out);
@@ -297,7 +307,7 @@ impl Reorder {
             return;
         }
         let packet = match &item.ev {
-            Event::Frame(f) => f.borrow().packet,
+            Event::Frame(line) => line.packet,
             Event::FrameAnomaly { packet } => *packet,
             Event::Anomaly(a) => a.packet,
             Event::Exchange => {

@@ -23,7 +23,7 @@ use std::fmt::Write;
 
 use annotate::{Annotator, Event, Item, Reorder, Verdict};
 use notes::CaptureNotes;
-use text::{escape, escape_into, is_printable_str, push_latency, push_right, Clock, TimeMode};
+use text::{escape_into, is_printable_str, push_latency, push_right, Clock, TimeMode};
 
 use crate::model::{ExchangeStatus, Frame, Role, Status};
 use crate::pipeline::Record;
@@ -208,9 +208,11 @@ impl Timeline {
         let mut released = std::mem::take(&mut self.released);
         match rec {
             Record::Frame(f) => {
-                let packets: Vec<u64> = f.borrow().anomalies.iter().map(|a| a.packet).collect();
-                self.annotate.push(Event::Frame(f), &mut released);
-                for packet in packets {
+                // The frame is read here and let go: the items keep its line's text.
+                let f = f.borrow();
+                self.annotate.frame(&f, FrameLine::new(&f), &mut released);
+                for a in &f.anomalies {
+                    let packet = a.packet;
                     self.annotate
                         .push(Event::FrameAnomaly { packet }, &mut released);
                 }
@@ -294,20 +296,17 @@ impl Timeline {
             }
         }
         match item.ev {
-            Event::Frame(f) => {
-                let f = f.borrow();
+            Event::Frame(line) => {
                 let mut time = std::mem::take(&mut self.time);
                 time.clear();
-                self.clock.format(&mut time, Some(f.ts_us), true);
+                self.clock.format(&mut time, Some(line.ts_us), true);
+                let reply = match item.reply.get() {
+                    Verdict::Unanswered => Some(self.decl.unanswered.as_str()),
+                    Verdict::NoReplyYet => Some(self.decl.no_reply_yet.as_str()),
+                    Verdict::None | Verdict::Pending => None,
+                };
                 let start = self.out.len();
-                frame_line(
-                    &mut self.out,
-                    &self.decl,
-                    &f,
-                    &time,
-                    item.reply.get(),
-                    item.after,
-                );
+                line.write(&mut self.out, &time, reply, item.after.as_deref());
                 self.end_line(start);
                 self.time = time;
                 self.shown += 1;
@@ -366,101 +365,125 @@ impl Timeline {
     }
 }
 
-/// `plain_frame` (render.py) with `badges`.
-fn frame_line(
-    out: &mut String,
-    decl: &Declared,
-    f: &Frame,
-    time: &str,
-    reply: Verdict,
-    after: Option<std::borrow::Cow<'static, str>>,
-) {
-    let _ = write!(out, "{:>6} ", f.packet);
-    push_right(out, time, 10);
-    let _ = write!(out, " {:>3} ", f.stream);
-    let (near, far) = match f.role {
-        Role::Client => ((&f.src, f.src_port), (&f.dst, f.dst_port)),
-        Role::Server => ((&f.dst, f.dst_port), (&f.src, f.src_port)),
-    };
-    push_endpoint(out, near.0, near.1);
-    out.push_str(if f.role == Role::Client {
-        " → "
-    } else {
-        " ← "
-    });
-    push_endpoint(out, far.0, far.1);
-    let _ = write!(out, " {:<7} ", f.protocol);
-    escape_into(out, &f.type_);
-    if let Some(v) = f.version {
-        let _ = write!(out, " v{v}");
-    }
-    if let Some(id) = f.correlation_id {
-        let _ = write!(out, " id={id}");
-    }
-    if let Some(peer) = f.peer_packet {
-        match f.latency_us {
-            Some(us) => {
-                let _ = write!(out, " ← #{peer} ");
-                push_latency(out, us);
-            }
-            None => {
-                let _ = write!(out, " → #{peer}");
+/// A frame's line as far as the frame alone says it (`plain_frame` with `badges`, render.py),
+/// made when the frame leaves the engine: the items `annotate` and the reorder window hold then
+/// keep this text, not the frame with its decoded fields. The time, the verdict and the stream
+/// break are added when the line is printed ([`FrameLine::write`]).
+#[derive(Debug)]
+pub struct FrameLine {
+    pub packet: u64,
+    pub ts_us: i64,
+    /// ` stream client → server protocol type…peer`, then the badges the frame itself has
+    /// (joined), then `  summary` (escaped).
+    text: String,
+    badges_at: usize,
+    summary_at: usize,
+}
+
+impl FrameLine {
+    pub fn new(f: &Frame) -> FrameLine {
+        let mut out = String::with_capacity(112 + f.summary.len());
+        let _ = write!(out, " {:>3} ", f.stream);
+        let (near, far) = match f.role {
+            Role::Client => ((&f.src, f.src_port), (&f.dst, f.dst_port)),
+            Role::Server => ((&f.dst, f.dst_port), (&f.src, f.src_port)),
+        };
+        push_endpoint(&mut out, near.0, near.1);
+        out.push_str(if f.role == Role::Client {
+            " → "
+        } else {
+            " ← "
+        });
+        push_endpoint(&mut out, far.0, far.1);
+        let _ = write!(out, " {:<7} ", f.protocol);
+        escape_into(&mut out, &f.type_);
+        if let Some(v) = f.version {
+            let _ = write!(out, " v{v}");
+        }
+        if let Some(id) = f.correlation_id {
+            let _ = write!(out, " id={id}");
+        }
+        if let Some(peer) = f.peer_packet {
+            match f.latency_us {
+                Some(us) => {
+                    let _ = write!(out, " ← #{peer} ");
+                    push_latency(&mut out, us);
+                }
+                None => {
+                    let _ = write!(out, " → #{peer}");
+                }
             }
         }
-    }
-    let error = f.error.as_deref().filter(|e| !e.is_empty());
-    let reply = match reply {
-        Verdict::Unanswered => Some(decl.unanswered.as_str()),
-        Verdict::NoReplyYet => Some(decl.no_reply_yet.as_str()),
-        Verdict::None | Verdict::Pending => None,
-    };
-    if f.status != Status::Ok
-        || !f.anomalies.is_empty()
-        || error.is_some()
-        || reply.is_some()
-        || after.is_some()
-    {
-        // `badges`: the status, the frame's own anomaly kinds, the error when the summary
-        // does not say it, the verdict, the stream break.
+        let badges_at = out.len();
+        // `badges` up to the verdict: the status, the frame's own anomaly kinds, the error when
+        // the summary does not say it.
         let status = f.status.as_str();
-        let mut marks: Vec<std::borrow::Cow<'_, str>> = Vec::new();
+        let mut kinds: Vec<&str> = Vec::new();
         if f.status != Status::Ok {
-            marks.push(status.into());
+            kinds.push(status);
         }
         for a in &f.anomalies {
             let kind = a.kind.as_ref();
-            if !marks.iter().any(|m| m == kind)
+            if !kinds.contains(&kind)
                 && kind != status
                 && !(kind == "truncated" && f.status == Status::Truncated)
             {
-                marks.push(kind.into());
+                kinds.push(kind);
             }
         }
-        if let Some(e) = error {
+        for (i, k) in kinds.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            out.push_str(k);
+        }
+        if let Some(e) = f.error.as_deref().filter(|e| !e.is_empty()) {
             if !f.summary.contains(e) {
-                marks.push(format!("error {}", escape(e)).into());
-            }
-        }
-        if let Some(r) = reply {
-            marks.push(r.into());
-        }
-        if let Some(a) = &after {
-            marks.push(format!("after {a}").into());
-        }
-        if !marks.is_empty() {
-            out.push_str(" [");
-            for (i, m) in marks.iter().enumerate() {
-                if i > 0 {
+                if !kinds.is_empty() {
                     out.push_str(", ");
                 }
-                out.push_str(m);
+                out.push_str("error ");
+                escape_into(&mut out, e);
+            }
+        }
+        let summary_at = out.len();
+        if !f.summary.is_empty() {
+            out.push_str("  ");
+            escape_into(&mut out, &f.summary);
+        }
+        FrameLine {
+            packet: f.packet,
+            ts_us: f.ts_us,
+            text: out,
+            badges_at,
+            summary_at,
+        }
+    }
+
+    /// The whole line (no newline): packet, `time`, the frame's text, its badges with the
+    /// verdict and the stream break, the summary.
+    pub fn write(&self, out: &mut String, time: &str, reply: Option<&str>, after: Option<&str>) {
+        let _ = write!(out, "{:>6} ", self.packet);
+        push_right(out, time, 10);
+        out.push_str(&self.text[..self.badges_at]);
+        let own = &self.text[self.badges_at..self.summary_at];
+        if !own.is_empty() || reply.is_some() || after.is_some() {
+            out.push_str(" [");
+            out.push_str(own);
+            let mut first = own.is_empty();
+            for (word, prefix) in [(reply, ""), (after, "after ")] {
+                if let Some(w) = word {
+                    if !first {
+                        out.push_str(", ");
+                    }
+                    out.push_str(prefix);
+                    out.push_str(w);
+                    first = false;
+                }
             }
             out.push(']');
         }
-    }
-    if !f.summary.is_empty() {
-        out.push_str("  ");
-        escape_into(out, &f.summary);
+        out.push_str(&self.text[self.summary_at..]);
     }
 }
 
