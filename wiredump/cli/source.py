@@ -252,7 +252,12 @@ class Run:
                 times = self.info.times if self.times else None
                 if getattr(reader, "native", False):  # the Rust engine: times come per record
                     reader.on_record = _record_hook(reader, self.progress, times)
-                    yield from dissect_capture(reader, self.options)
+                    try:
+                        yield from dissect_capture(reader, self.options)
+                    finally:
+                        # The hook holds the reader: a cycle through a native object that
+                        # Python's collector cannot see, which kept every capture's engine alive.
+                        reader.on_record = None
                 else:
                     tracked = _TrackedReader(reader, self.progress, times)
                     yield from dissect_capture(tracked, self.options)  # type: ignore[arg-type]
