@@ -284,11 +284,15 @@ def native_wanted(options: Options, opts: TimelineOptions, out: Out, mark: list[
 
 def _stdout_bytes() -> Callable[[bytes], Any]:
     """How to write the native timeline's UTF-8 text: straight to the byte stream under a UTF-8
-    `sys.stdout` (after what the text layer holds), else decoded through `sys.stdout`."""
+    `sys.stdout` (after what the text layer holds), else decoded through `sys.stdout`.
+
+    The bytes are those the text layer would write whatever its error handler (`strict`, or
+    `surrogateescape` in a C locale): the text comes from Rust strings, which hold no surrogate,
+    so every character is encodable and no handler is ever called."""
     stdout = sys.stdout
     buffer = getattr(stdout, "buffer", None)
     encoding = (getattr(stdout, "encoding", None) or "").lower().replace("-", "").replace("_", "")
-    if buffer is not None and encoding == "utf8" and getattr(stdout, "errors", "strict") == "strict":
+    if buffer is not None and encoding == "utf8":
         stdout.flush()
         return buffer.write  # type: ignore[no-any-return]
     return lambda b: stdout.write(b.decode("utf-8"))
