@@ -234,3 +234,16 @@ def test_switch_chooses_the_renderer(capsys, monkeypatch, tmp_path) -> None:
     kw = made[0]
     assert isinstance(kw, dict)
     assert kw["shown"] == set(SHOWN_ANOMALIES) and kw["titles"] == notes.protocol_titles()
+
+
+def test_progress_every_1024_packets_on_both_paths(capsys, monkeypatch, tmp_path) -> None:
+    """The progress bar is updated at every 1024th packet by the native timeline as by the
+    Python one (`Run.events`' hook), and nothing of it reaches stdout."""
+    from wiredump.cli import source
+
+    pcap = port80(tmp_path / "web.pcap", 2100)
+    seen: list[int] = []
+    monkeypatch.setattr(source.Progress, "wanted", staticmethod(lambda: True))
+    monkeypatch.setattr(source.Progress, "update", lambda self, pos, packets: seen.append(packets))
+    both(capsys, monkeypatch, str(pcap))
+    assert seen == [1024, 2048, 1024, 2048]  # native run, then Python run

@@ -495,3 +495,212 @@ fn push_endpoint(out: &mut String, host: &str, port: u16) {
         let _ = write!(out, "{host}:{port}");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::borrow::Cow;
+    use std::rc::Rc;
+
+    use super::*;
+    use crate::model::{Anomaly, Exchange, Kind};
+    use crate::pipeline::CaptureEnd;
+
+    fn declared() -> Declared {
+        Declared {
+            shown: ["gap".to_string(), "resync".to_string()].into(),
+            stream_breaks: ["gap".to_string(), "resync".to_string()].into(),
+            snap: "truncated_packet".into(),
+            titles: "Kafka/Pulsar".into(),
+            unanswered: "unanswered".into(),
+            no_reply_yet: "no reply yet".into(),
+            max_wait: 10_000,
+            max_ports: 8,
+        }
+    }
+
+    fn settings(window: usize) -> Settings {
+        Settings {
+            time: TimeMode::Relative,
+            all_anomalies: false,
+            count: None,
+            window,
+            several: false,
+        }
+    }
+
+    /// A Kafka-like request on stream 0 at `packet` (its first packet too), 1 ms per packet.
+    fn request(packet: u64, cid: i64) -> Record {
+        let mut f = Frame::new("kafka", "Produce", 0);
+        f.kind = Kind::Request;
+        f.version = Some(9);
+        f.correlation_id = Some(cid);
+        f.packet = packet;
+        f.first_packet = packet;
+        f.ts_us = 1_000_000 + packet as i64 * 1000;
+        f.src = Rc::from("10.0.0.1");
+        f.src_port = 40000;
+        f.dst = Rc::from("::1");
+        f.dst_port = 9092;
+        f.summary = "topic \u{1b}x".into();
+        Record::Frame(f.shared())
+    }
+
+    fn exchange(packet: u64, cid: i64, status: ExchangeStatus) -> Record {
+        Record::Exchange(Exchange {
+            stream: 0,
+            protocol: "kafka",
+            type_: Cow::Borrowed("Produce"),
+            correlation_id: Some(cid),
+            status,
+            request_packet: Some(packet),
+            response_packet: None,
+            request_ts_us: None,
+            response_ts_us: None,
+            latency_us: None,
+            error_code: None,
+        })
+    }
+
+    fn end() -> Record {
+        Record::CaptureEnd(CaptureEnd {
+            name: "x.pcap".into(),
+            packets: 9,
+            truncated: None,
+            skipped_unknown_link: 0,
+        })
+    }
+
+    fn run(window: usize, records: Vec<Record>) -> (String, Timeline) {
+        let mut tl = Timeline::new(declared(), settings(window));
+        tl.capture("x.pcap");
+        tl.packets(
+            &(1..=9)
+                .map(|n| (n, 1_000_000 + n as i64 * 1000))
+                .collect::<Vec<_>>(),
+        );
+        for r in records {
+            tl.record(r);
+        }
+        tl.finish();
+        (tl.take_text(), tl)
+    }
+
+    #[test]
+    fn verdicts_before_and_after_the_frame() {
+        // Packet 4: its exchange comes later (unanswered). Packet 5: its exchange came first
+        // (no response expected: no badge). Packet 6 waits behind nothing (no exchange until the
+        // capture ends: no verdict).
+        let (text, tl) = run(
+            256,
+            vec![
+                exchange(5, 2, ExchangeStatus::NoResponseExpected),
+                request(4, 1),
+                request(5, 2),
+                request(6, 3),
+                exchange(4, 1, ExchangeStatus::Unanswered),
+                end(),
+            ],
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        // Times relative to packet 1 (1.001 s); the summary's ESC escaped; `::1` in brackets;
+        // the server is on the right of a client's arrow.
+        assert_eq!(
+            lines,
+            [
+                "     4   0.003000   0 10.0.0.1:40000 → [::1]:9092 kafka   Produce v9 id=1 [unanswered]  topic \\x1bx",
+                "     5   0.004000   0 10.0.0.1:40000 → [::1]:9092 kafka   Produce v9 id=2  topic \\x1bx",
+                "     6   0.005000   0 10.0.0.1:40000 → [::1]:9092 kafka   Produce v9 id=3  topic \\x1bx",
+            ]
+        );
+        assert!(tl.said.is_empty() && tl.truncated.is_empty());
+    }
+
+    #[test]
+    fn window_puts_a_late_anomaly_in_its_place_and_marks_the_next_frame() {
+        // A gap at packet 3 found after the frame of packet 4: printed before it (window), and
+        // the frame after it on its stream gets `after gap` only when it starts at or past 3.
+        let mut gap = Anomaly::new("gap", "lost 10 bytes");
+        gap.packet = 3;
+        gap.stream = Some(0);
+        let (text, _) = run(
+            256,
+            vec![
+                request(4, 1),
+                Record::Anomaly(gap),
+                request(6, 2),
+                exchange(4, 1, ExchangeStatus::NoResponseExpected),
+                exchange(6, 2, ExchangeStatus::NoResponseExpected),
+                end(),
+            ],
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[0], "     3   0.002000   0 ! gap: lost 10 bytes");
+        assert!(lines[1].starts_with("     4 ") && lines[1].ends_with("id=1  topic \\x1bx"));
+        assert!(lines[2].starts_with("     6 ") && lines[2].contains(" [after gap]  "));
+        // Without the window (-l) the anomaly stays where it was found.
+        let mut gap = Anomaly::new("gap", "lost 10 bytes");
+        gap.packet = 3;
+        gap.stream = Some(0);
+        let (text, _) = run(0, vec![request(4, 1), Record::Anomaly(gap), end()]);
+        let firsts: Vec<&str> = text.lines().map(|l| &l[..6]).collect();
+        assert_eq!(firsts, ["     4", "     3"]);
+    }
+
+    #[test]
+    fn a_verdict_given_after_the_frame_left_the_hold_still_shows() {
+        // max_wait 1: the waiting request leaves the hold as soon as another item queues; its
+        // verdict, shared with the waiting list, is still set by the exchange before the
+        // window prints it (as the Python `Item` object is).
+        let mut d = declared();
+        d.max_wait = 1;
+        let mut tl = Timeline::new(d, settings(256));
+        tl.capture("x.pcap");
+        tl.packets(&[(1, 1_000_000)]);
+        tl.record(request(4, 1));
+        tl.record(request(5, 2));
+        tl.record(exchange(4, 1, ExchangeStatus::Unanswered));
+        tl.record(exchange(5, 2, ExchangeStatus::NoResponseExpected));
+        tl.record(end());
+        let text = tl.take_text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].contains("id=1 [unanswered]"), "{lines:?}");
+        assert!(lines[1].ends_with("id=2  topic \\x1bx"), "{lines:?}");
+    }
+
+    #[test]
+    fn count_notes_and_several_captures() {
+        let mut s = settings(0);
+        s.count = Some(1);
+        s.several = true;
+        let mut tl = Timeline::new(declared(), s);
+        tl.capture("a\u{7}.pcap");
+        tl.packets(&[(1, 5)]);
+        tl.record(exchange(4, 1, ExchangeStatus::NoResponseExpected));
+        tl.record(request(4, 1));
+        assert!(tl.stopped());
+        tl.record(request(5, 2));
+        tl.finish();
+        let text = tl.take_text();
+        // The head escaped whole (`Out.line`'s guard), one frame, then nothing.
+        assert!(text.starts_with("==> a\\a.pcap <==\n     4 "), "{text:?}");
+        assert_eq!(text.lines().count(), 2);
+        // A capture without frames: the note, its name first when there are several.
+        let mut s = settings(256);
+        s.several = true;
+        let mut tl = Timeline::new(declared(), s);
+        tl.capture("web.pcap");
+        tl.record(Record::CaptureEnd(CaptureEnd {
+            name: "web.pcap".into(),
+            packets: 1,
+            truncated: Some("cut".into()),
+            skipped_unknown_link: 0,
+        }));
+        assert_eq!(
+            tl.said,
+            ["web.pcap: no Kafka/Pulsar frames: no TCP connection in 1 packet"]
+        );
+        assert_eq!(tl.truncated, ["web.pcap: capture is truncated: cut"]);
+        assert_eq!(tl.take_text(), "==> web.pcap <==\n");
+    }
+}
