@@ -8,28 +8,29 @@ use std::fmt::Write;
 
 use crate::printable::is_printable;
 
+/// `c.isprintable()`: ranges every line holds answered at once (ASCII; Latin-1 and the rest
+/// up to U+0377 but U+00AD, for `µ`; the arrows block, for `→` and `←`), the Unicode table
+/// ([`is_printable`]) for the rest. A test checks the ranges against the table.
+#[inline]
+fn printable(c: char) -> bool {
+    match c as u32 {
+        0x20..=0x7e => true,
+        0..=0x1f | 0x7f..=0xa0 | 0xad => false,
+        0xa1..=0x377 | 0x2190..=0x21ff => true,
+        _ => is_printable(c),
+    }
+}
+
 /// `s` as Python's `str.isprintable()` sees it, and without a backslash: the text `escape`
 /// returns unchanged.
 fn is_plain(s: &str) -> bool {
-    // Wire strings are mostly ASCII: a range test for those, the Unicode table past them.
-    s.chars().all(|c| {
-        if c.is_ascii() {
-            (' '..='~').contains(&c) && c != '\\'
-        } else {
-            is_printable(c)
-        }
-    })
+    // Wire strings are mostly ASCII: `printable` answers those without the table.
+    s.chars().all(|c| c != '\\' && printable(c))
 }
 
 /// `s.isprintable()` in Python.
 pub fn is_printable_str(s: &str) -> bool {
-    s.chars().all(|c| {
-        if c.is_ascii() {
-            (' '..='~').contains(&c)
-        } else {
-            is_printable(c)
-        }
-    })
+    s.chars().all(printable)
 }
 
 /// `escape(s)` (`wiredump/cli/escape.py`, without a quote): every character a terminal would act
@@ -50,7 +51,7 @@ pub fn escape_into(out: &mut String, s: &str) {
             '\u{b}' => out.push_str("\\v"),
             '\u{c}' => out.push_str("\\f"),
             '\r' => out.push_str("\\r"),
-            c if is_printable(c) => out.push(c),
+            c if printable(c) => out.push(c),
             c => {
                 let n = c as u32;
                 let _ = if n < 0x100 {
@@ -242,6 +243,11 @@ mod tests {
             assert_eq!(escape(s), want, "{s:?}");
         }
         assert!(is_printable_str("→ µ é"));
+        // The fast ranges of `printable` say what the table says.
+        for n in (0..0x378).chain(0x2190..0x2200) {
+            let c = char::from_u32(n).expect("a char");
+            assert_eq!(printable(c), is_printable(c), "U+{n:04X}");
+        }
         assert!(!is_printable_str("a\u{1b}"));
     }
 
