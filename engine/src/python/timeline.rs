@@ -158,7 +158,7 @@ impl TimelineFeed {
                 StretchEnd::Hook => continue,
             };
             let text = PyBytes::new(py, self.tl.text().as_bytes());
-            self.tl.take_text();
+            self.tl.clear_text();
             return Ok((text, marks, more));
         }
     }
@@ -168,7 +168,7 @@ impl TimelineFeed {
     fn finish<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
         self.tl.finish();
         let text = PyBytes::new(py, self.tl.text().as_bytes());
-        self.tl.take_text();
+        self.tl.clear_text();
         text
     }
 
@@ -188,12 +188,6 @@ impl TimelineFeed {
     #[getter]
     fn truncated(&self) -> Vec<String> {
         self.tl.truncated.clone()
-    }
-
-    /// Lines made so far.
-    #[getter]
-    fn lines(&self) -> u64 {
-        self.tl.lines
     }
 }
 

@@ -136,8 +136,6 @@ pub struct Timeline {
     pub said: Vec<String>,
     /// `name: capture is truncated: …` for each truncated capture.
     pub truncated: Vec<String>,
-    /// Lines made so far (for the binding's `-l`).
-    pub lines: u64,
     /// The name of the capture being read (`run.info.name`).
     current: String,
     released: Vec<Item>,
@@ -161,7 +159,6 @@ impl Timeline {
             out: String::new(),
             said: Vec::new(),
             truncated: Vec::new(),
-            lines: 0,
             current: String::new(),
             released: Vec::new(),
             ordered: Vec::new(),
@@ -184,6 +181,11 @@ impl Timeline {
     /// Takes the text made so far.
     pub fn take_text(&mut self) -> String {
         std::mem::take(&mut self.out)
+    }
+
+    /// Forgets the text made so far (handed out by [`Timeline::text`]), keeping its buffer.
+    pub fn clear_text(&mut self) {
+        self.out.clear();
     }
 
     /// The capture whose records come next is called `name` (the `==> name <==` head).
@@ -361,7 +363,6 @@ impl Timeline {
             escape_into(&mut self.out, &line);
         }
         self.out.push('\n');
-        self.lines += 1;
     }
 }
 
