@@ -444,10 +444,10 @@ pub(super) unsafe trait Sink {
 
 /// Records of one capture fed to a [`Sink`] without the GIL (`TableFeed::pump`,
 /// `TimelineFeed::pump`).
-pub(super) struct Stretch<'a, S> {
-    pub(super) run: &'a mut Dissection,
-    pub(super) sink: &'a mut S,
-    pub(super) capture: &'a str,
+struct Stretch<'a, S> {
+    run: &'a mut Dissection,
+    sink: &'a mut S,
+    capture: &'a str,
 }
 
 // SAFETY: a `Stretch` is made by [`stretch`] and moved into `Python::detach`, which runs its
