@@ -269,7 +269,7 @@ def native_wanted(options: Options, opts: TimelineOptions, out: Out, mark: list[
     -x, --mark), on the native engine: then nothing of a frame is needed in Python but its
     line. Everything else (colour, the field tree, hex, filters, JSON, -T fields, workers)
     goes through `TimelinePrinter`, which stays the reference the native lines are tested
-    against (`tests/test_timeline_native.py`, forcing it with `WIREDUMP_TIMELINE=python`).
+    against (`tests/test_timeline_native_render.py`, forcing it with `WIREDUMP_TIMELINE=python`).
     """
     return (
         os.environ.get(RENDERER_ENV, "") != "python"

@@ -9,7 +9,7 @@
 //! big chunks to write.
 //!
 //! Python stays the reference and keeps the other timelines (colour, -V, -x, -Y, JSON, fields):
-//! each piece here names its Python twin, and `tests/test_timeline_native.py` runs both
+//! each piece here names its Python twin, and `tests/test_timeline_native_render.py` runs both
 //! renderers on every capture and compares stdout and stderr byte for byte. What Python
 //! declares (the anomaly kinds shown by default, the stream breaks, the protocol names, the
 //! verdict words, the bounds) comes in through [`Declared`], never copied here.

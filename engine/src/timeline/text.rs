@@ -1,7 +1,7 @@
 //! The plain timeline's text pieces, each the twin of the Python function named in its doc
 //! (`wiredump/cli/escape.py`, `wiredump/cli/render.py`), written into a caller's `String` so a
 //! line costs no allocation of its own. The Python functions stay the reference (the colour, -V
-//! and filtered timelines use them); `tests/test_timeline_native.py` compares the two
+//! and filtered timelines use them); `tests/test_timeline_native_render.py` compares the two
 //! renderers' output byte for byte on every capture.
 
 use std::fmt::Write;
