@@ -344,7 +344,7 @@ impl Timeline {
                     .notes
                     .end(e.packets, name, &self.decl.titles, &self.decl.snap);
                 self.said.extend(said);
-                if let Some(t) = &e.truncated {
+                if let Some(t) = e.truncated.as_deref().filter(|t| !t.is_empty()) {
                     self.truncated
                         .push(format!("{}: capture is truncated: {t}", e.name));
                 }

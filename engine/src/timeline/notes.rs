@@ -61,7 +61,10 @@ impl CaptureNotes {
         snap_kind: &str,
     ) -> Vec<String> {
         let mut lines = Vec::new();
-        let place = name.map(|n| format!("{}: ", escape(n))).unwrap_or_default();
+        let place = name
+            .filter(|n| !n.is_empty())
+            .map(|n| format!("{}: ", escape(n)))
+            .unwrap_or_default();
         if self.frames == 0 {
             lines.push(format!("{place}{}", self.no_frames(packets, titles)));
         }
