@@ -32,6 +32,8 @@ pub mod detection;
 pub mod framing;
 pub mod pipeline;
 pub mod trial;
+// The plain text timeline rendered from the records (the default command's fast path).
+pub mod timeline;
 // The output tables as Arrow record batches, columns from `wiredump/tables.json` (the twin of
 // `tables.py`'s `TableBuilder`).
 #[cfg(feature = "arrow")]

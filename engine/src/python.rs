@@ -318,6 +318,7 @@ mod replay;
 // The framing questions of a Python session asked of the Rust one (differential tests).
 mod framing_replay;
 mod tank;
+mod timeline;
 
 /// The native engine's version.
 #[pyfunction]
@@ -337,5 +338,6 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     arrow::register(m)?;
     framing_replay::register(m)?;
     tank::register(m)?;
+    timeline::register(m)?;
     Ok(())
 }

@@ -198,7 +198,25 @@ class Run:
                 self.info = CaptureInfo(reader.name, PacketTimes() if self.times else PacketTimes(1))
                 times = self.info.times if self.times else None
                 reader.on_record = _record_hook(reader, self.progress, times)
-                yield from dissect_capture(reader, self.options)
+                try:
+                    yield from dissect_capture(reader, self.options)
+                finally:
+                    # The hook holds the reader: a cycle through a native object that
+                    # Python's collector cannot see, which kept every capture's engine alive.
+                    reader.on_record = None
+                self.progress.finish_file(size)
+        finally:
+            self.progress.close()
+
+    def captures(self) -> Iterator[Any]:
+        """Each capture opened in turn, for a consumer that reads its records itself (the native
+        timeline, `timeline.plain_native`); one is counted done for the progress bar when the
+        next is asked for. Packet times are the consumer's to keep."""
+        try:
+            for path, size in zip(self.paths, self.sizes, strict=True):
+                reader = open_source(path, self.options)
+                self.info = CaptureInfo(reader.name, PacketTimes(1))
+                yield reader
                 self.progress.finish_file(size)
         finally:
             self.progress.close()

@@ -341,6 +341,11 @@ impl Dissector {
         })
     }
 
+    /// What the records' iterable raised (`from_records`), once.
+    pub(super) fn take_error(&self) -> Option<PyErr> {
+        self.error.borrow_mut().take()
+    }
+
     fn event(&self, py: Python<'_>, kind: &str, obj: Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         self.classes
             .event
@@ -406,66 +411,129 @@ fn table_error(e: arrow_schema::ArrowError) -> PyErr {
 }
 
 /// Why a [`Stretch`] stopped.
-enum StretchEnd {
+pub(super) enum StretchEnd {
     /// The capture is wholly read.
     CaptureRead,
-    /// At least one batch is ready to hand out.
+    /// The sink has something to hand out.
     Ready,
     /// [`HOOK_EVERY`] records were read: time to call the capture's `on_record` hook.
     Hook,
 }
 
-/// Records of one capture fed to the table builders without the GIL (`TableFeed::pump`).
-struct Stretch<'a> {
+/// What consumes a capture's records on the native side, with the GIL released: the export's
+/// table builders ([`TableFeed`]) and the plain timeline (`python::timeline`).
+///
+/// # Safety
+///
+/// An implementor holds no Python object and no GIL-bound reference (plain Rust data only, `Rc`s
+/// of the run included): a [`Stretch`] moves a `&mut` of it into `Python::detach`, whose `Send`
+/// bound is there to keep such references out of code that runs without the GIL.
+pub(super) unsafe trait Sink {
+    type Error: Send;
+    /// One record of the capture called `capture`; `run` is the engine that made it (a sink may
+    /// take the packet times it read: `Dissection::take_record_times`).
+    fn record(
+        &mut self,
+        run: &mut Dissection,
+        capture: &str,
+        rec: Record,
+    ) -> Result<(), Self::Error>;
+    /// Something is ready to hand to Python: the stretch ends.
+    fn ready(&self) -> bool;
+}
+
+/// Records of one capture fed to a [`Sink`] without the GIL (`TableFeed::pump`,
+/// `TimelineFeed::pump`).
+struct Stretch<'a, S> {
     run: &'a mut Dissection,
-    set: &'a mut TableSet,
-    end: &'a mut Option<crate::pipeline::CaptureEnd>,
+    sink: &'a mut S,
     capture: &'a str,
 }
 
-// SAFETY: a `Stretch` is made by `TableFeed::pump` and moved into `Python::detach`, which runs
-// its closure on the calling thread and returns before `pump` goes on; the `Stretch` never
-// reaches another thread, so the run's `Rc`s (frames, capture name) are only ever touched by
-// the thread that owns them. `detach` asks for `Send` to keep GIL-bound references out of code
-// that runs without the GIL: the run holds none (its Python objects are `Py<…>` handles, and
-// the record sources that call Python, `PyReader` and `PyRecords`, take the GIL themselves with
-// `Python::attach`). The `Dissector` (unsendable) cannot be reached from another Python thread
-// meanwhile: pyo3 refuses an unsendable object on any thread but its own, and it stays
-// mutably borrowed for the stretch.
-unsafe impl Send for Stretch<'_> {}
+// SAFETY: a `Stretch` is made by [`stretch`] and moved into `Python::detach`, which runs its
+// closure on the calling thread and returns before `stretch` goes on; the `Stretch` never
+// reaches another thread, so the run's `Rc`s (frames, capture name) and the sink's are only ever
+// touched by the thread that owns them. `detach` asks for `Send` to keep GIL-bound references
+// out of code that runs without the GIL: the run holds none (its Python objects are `Py<…>`
+// handles, and the record sources that call Python, `PyReader` and `PyRecords`, take the GIL
+// themselves with `Python::attach`), and a [`Sink`] holds none (its safety contract). The
+// `Dissector` (unsendable) cannot be reached from another Python thread meanwhile: pyo3 refuses
+// an unsendable object on any thread but its own, and it stays mutably borrowed for the stretch.
+unsafe impl<S: Sink> Send for Stretch<'_, S> {}
 
-impl Stretch<'_> {
-    /// Feeds records until a batch is ready, [`HOOK_EVERY`] records are read, or the capture
+impl<S: Sink> Stretch<'_, S> {
+    /// Feeds records until the sink is ready, [`HOOK_EVERY`] records are read, or the capture
     /// ends.
-    fn run(self) -> Result<StretchEnd, arrow_schema::ArrowError> {
-        let Stretch {
-            run,
-            set,
-            end,
-            capture,
-        } = self;
+    fn run(self) -> Result<StretchEnd, S::Error> {
+        let Stretch { run, sink, capture } = self;
         for _ in 0..HOOK_EVERY {
             let Some(rec) = run.next_record() else {
                 return Ok(StretchEnd::CaptureRead);
             };
-            match rec {
-                Record::Frame(f) => {
-                    let f = f.borrow();
-                    set.frame(capture, &f)?;
-                    for a in &f.anomalies {
-                        set.anomaly(capture, a)?;
-                    }
-                }
-                Record::Anomaly(a) => set.anomaly(capture, &a)?,
-                Record::Exchange(e) => set.exchange(capture, &e)?,
-                Record::Connection(c) => set.connection(capture, &c)?,
-                Record::CaptureEnd(e) => *end = Some(e),
-            }
-            if set.has_ready() {
+            sink.record(run, capture, rec)?;
+            if sink.ready() {
                 return Ok(StretchEnd::Ready);
             }
         }
         Ok(StretchEnd::Hook)
+    }
+}
+
+/// One stretch of `dissector`'s records into `sink` with the GIL released, so that a Python
+/// thread can write what was handed out before (pyarrow releases the GIL while it encodes and
+/// compresses): the engine and the writer then run on two cores. The dissector is borrowed only
+/// during the stretch: the hook may read it (`bytes_read`).
+pub(super) fn stretch<S: Sink>(
+    py: Python<'_>,
+    dissector: &Bound<'_, Dissector>,
+    sink: &mut S,
+) -> Result<StretchEnd, S::Error> {
+    let name = dissector.borrow().run.cap.name.clone();
+    let mut d = dissector.borrow_mut();
+    let stretch = Stretch {
+        run: &mut d.run,
+        sink,
+        capture: &name,
+    };
+    py.detach(move || stretch.run())
+}
+
+/// The export's sink: every record into the table builders.
+struct Tables<'a> {
+    set: &'a mut TableSet,
+    end: &'a mut Option<crate::pipeline::CaptureEnd>,
+}
+
+// SAFETY: `TableSet` and `CaptureEnd` are plain Rust data (Arrow builders, strings): no Python
+// object.
+unsafe impl Sink for Tables<'_> {
+    type Error = arrow_schema::ArrowError;
+
+    fn record(
+        &mut self,
+        _run: &mut Dissection,
+        capture: &str,
+        rec: Record,
+    ) -> Result<(), Self::Error> {
+        let set = &mut *self.set;
+        match rec {
+            Record::Frame(f) => {
+                let f = f.borrow();
+                set.frame(capture, &f)?;
+                for a in &f.anomalies {
+                    set.anomaly(capture, a)?;
+                }
+            }
+            Record::Anomaly(a) => set.anomaly(capture, &a)?,
+            Record::Exchange(e) => set.exchange(capture, &e)?,
+            Record::Connection(c) => set.connection(capture, &c)?,
+            Record::CaptureEnd(e) => *self.end = Some(e),
+        }
+        Ok(())
+    }
+
+    fn ready(&self) -> bool {
+        self.set.has_ready()
     }
 }
 
@@ -492,22 +560,12 @@ impl TableFeed {
         py: Python<'_>,
         dissector: &Bound<'_, Dissector>,
     ) -> PyResult<Option<Batches>> {
-        let name = dissector.borrow().run.cap.name.clone();
         loop {
-            // One stretch of records with the GIL released, so a Python thread can write the
-            // batches handed out before (pyarrow releases the GIL while it encodes and
-            // compresses): the engine and the writer then run on two cores. The dissector is
-            // borrowed only during the stretch: the hook may read it (`bytes_read`).
-            let outcome = {
-                let mut d = dissector.borrow_mut();
-                let stretch = Stretch {
-                    run: &mut d.run,
-                    set: &mut self.set,
-                    end: &mut self.end,
-                    capture: &name,
-                };
-                py.detach(move || stretch.run())
+            let mut sink = Tables {
+                set: &mut self.set,
+                end: &mut self.end,
             };
+            let outcome = stretch(py, dissector, &mut sink);
             let outcome = outcome.map_err(table_error)?;
             Self::hook(py, dissector)?;
             match outcome {
@@ -557,7 +615,7 @@ impl TableFeed {
 impl TableFeed {
     /// Calls the dissector's `on_record` for the records read since the last call, with the
     /// dissector not borrowed (the CLI's progress hook reads its `bytes_read`).
-    fn hook(py: Python<'_>, dissector: &Bound<'_, Dissector>) -> PyResult<()> {
+    pub(super) fn hook(py: Python<'_>, dissector: &Bound<'_, Dissector>) -> PyResult<()> {
         let (times, callback) = {
             let mut me = dissector.borrow_mut();
             let times = me.run.take_record_times();

@@ -1,0 +1,310 @@
+//! The plain timeline's text pieces, each the twin of the Python function named in its doc
+//! (`wiredump/cli/escape.py`, `wiredump/cli/render.py`), written into a caller's `String` so a
+//! line costs no allocation of its own. The Python functions stay the reference (the colour, -V
+//! and filtered timelines use them); `tests/test_timeline_native_render.py` compares the two
+//! renderers' output byte for byte on every capture.
+
+use std::fmt::Write;
+
+use crate::printable::is_printable;
+
+/// `c.isprintable()`: ranges every line holds answered at once (ASCII; Latin-1 and the rest
+/// up to U+0377 but U+00AD, for `µ`; the arrows block, for `→` and `←`), the Unicode table
+/// ([`is_printable`]) for the rest. A test checks the ranges against the table.
+#[inline]
+fn printable(c: char) -> bool {
+    match c as u32 {
+        0x20..=0x7e => true,
+        0..=0x1f | 0x7f..=0xa0 | 0xad => false,
+        0xa1..=0x377 | 0x2190..=0x21ff => true,
+        _ => is_printable(c),
+    }
+}
+
+/// `s` as Python's `str.isprintable()` sees it, and without a backslash: the text `escape`
+/// returns unchanged.
+fn is_plain(s: &str) -> bool {
+    // Wire strings are mostly ASCII: `printable` answers those without the table.
+    s.chars().all(|c| c != '\\' && printable(c))
+}
+
+/// `s.isprintable()` in Python.
+pub fn is_printable_str(s: &str) -> bool {
+    s.chars().all(printable)
+}
+
+/// `escape(s)` (`wiredump/cli/escape.py`, without a quote): every character a terminal would act
+/// on written as a visible escape, a backslash doubled; printable text unchanged.
+pub fn escape_into(out: &mut String, s: &str) {
+    if is_plain(s) {
+        out.push_str(s);
+        return;
+    }
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\0' => out.push_str("\\0"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\u{b}' => out.push_str("\\v"),
+            '\u{c}' => out.push_str("\\f"),
+            '\r' => out.push_str("\\r"),
+            c if printable(c) => out.push(c),
+            c => {
+                let n = c as u32;
+                let _ = if n < 0x100 {
+                    write!(out, "\\x{n:02x}")
+                } else if n < 0x10000 {
+                    write!(out, "\\u{n:04x}")
+                } else {
+                    write!(out, "\\U{n:08x}")
+                };
+            }
+        }
+    }
+}
+
+/// `escape(s)` as a new string.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    escape_into(&mut out, s);
+    out
+}
+
+/// `format_latency(us)` (render.py): µs below a millisecond, then ms and s with three decimals.
+pub fn push_latency(out: &mut String, us: i64) {
+    let _ = if us < 1000 {
+        write!(out, "{us}µs")
+    } else if us < 1_000_000 {
+        // Python formats the float quotient; Rust's `{:.3}` rounds it the same way (the exact
+        // binary value, ties to even).
+        write!(out, "{:.3}ms", us as f64 / 1000.0)
+    } else {
+        write!(out, "{:.3}s", us as f64 / 1_000_000.0)
+    };
+}
+
+/// `plural(n, word)` (render.py): `1 packet`, `2 packets`.
+pub fn plural(n: u64, word: &str) -> String {
+    if n == 1 {
+        format!("{n} {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+/// The `-t` formats (`render.TIME_FORMATS`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeMode {
+    Relative,
+    Delta,
+    Absolute,
+    AbsoluteDate,
+    Epoch,
+}
+
+impl TimeMode {
+    /// The mode `-t` names (`r`, `d`, `a`, `ad`, `e`); None for another word (Python checks it
+    /// first: `timeline.check_time`).
+    pub fn parse(s: &str) -> Option<TimeMode> {
+        Some(match s {
+            "r" => TimeMode::Relative,
+            "d" => TimeMode::Delta,
+            "a" => TimeMode::Absolute,
+            "ad" => TimeMode::AbsoluteDate,
+            "e" => TimeMode::Epoch,
+            _ => return None,
+        })
+    }
+}
+
+/// `Clock` (render.py): frame times the way `-t` asks.
+#[derive(Debug)]
+pub struct Clock {
+    mode: TimeMode,
+    base: Option<i64>,
+    prev: Option<i64>,
+}
+
+/// `{d // 1_000_000}.{d % 1_000_000:06d}` for d ≥ 0, else `-{-d / 1e6:.6f}` (render.py).
+fn push_seconds(out: &mut String, d: i64) {
+    let _ = if d >= 0 {
+        write!(out, "{}.{:06}", d / 1_000_000, d % 1_000_000)
+    } else {
+        write!(out, "-{:.6}", -(d as f64) / 1e6)
+    };
+}
+
+/// Days since 1970-01-01 as (year, month, day) in the proleptic Gregorian calendar (Howard
+/// Hinnant's `civil_from_days`), as Python's `datetime.fromtimestamp(…, tz=utc)` counts them.
+fn civil(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+impl Clock {
+    pub fn new(mode: TimeMode) -> Clock {
+        Clock {
+            mode,
+            base: None,
+            prev: None,
+        }
+    }
+
+    /// A new capture: relative times count from its first packet.
+    pub fn start(&mut self, first_ts_us: Option<i64>) {
+        self.base = first_ts_us;
+        self.prev = None;
+    }
+
+    /// `Clock.format(ts_us, advance)` into `out`.
+    pub fn format(&mut self, out: &mut String, ts_us: Option<i64>, advance: bool) {
+        let ts = match ts_us {
+            None | Some(0) => {
+                out.push('-');
+                return;
+            }
+            Some(ts) => ts,
+        };
+        match self.mode {
+            TimeMode::Relative => push_seconds(out, ts - self.base.unwrap_or(ts)),
+            TimeMode::Delta => {
+                let prev = self.prev.unwrap_or(ts);
+                if advance {
+                    self.prev = Some(ts);
+                }
+                push_seconds(out, ts - prev);
+            }
+            TimeMode::Epoch => {
+                let _ = write!(
+                    out,
+                    "{}.{:06}",
+                    ts.div_euclid(1_000_000),
+                    ts.rem_euclid(1_000_000)
+                );
+            }
+            TimeMode::Absolute | TimeMode::AbsoluteDate => {
+                let secs = ts.div_euclid(1_000_000);
+                let us = ts.rem_euclid(1_000_000);
+                let (days, tod) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+                if self.mode == TimeMode::AbsoluteDate {
+                    let (y, m, d) = civil(days);
+                    let _ = write!(out, "{y:04}-{m:02}-{d:02} ");
+                }
+                let _ = write!(
+                    out,
+                    "{:02}:{:02}:{:02}.{us:06}",
+                    tod / 3600,
+                    tod / 60 % 60,
+                    tod % 60
+                );
+            }
+        }
+    }
+}
+
+/// Appends `s` right-aligned in `width` characters (Python's `f"{s:>width}"`).
+pub fn push_right(out: &mut String, s: &str, width: usize) {
+    let n = s.chars().count();
+    for _ in n..width {
+        out.push(' ');
+    }
+    out.push_str(s);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_as_python_writes_it() {
+        // Each expected text worked out by hand from escape.py's table.
+        let cases = [
+            ("plain text", "plain text"),
+            ("a\\b", "a\\\\b"),
+            ("\0\u{7}\u{8}\t\n\u{b}\u{c}\r", "\\0\\a\\b\\t\\n\\v\\f\\r"),
+            ("\u{1b}[2J", "\\x1b[2J"),
+            ("é€中", "é€中"),
+            ("\u{85}\u{a0}", "\\x85\\xa0"),
+            ("\u{202e}x", "\\u202ex"),
+            ("\u{e0001}", "\\U000e0001"),
+        ];
+        for (s, want) in cases {
+            assert_eq!(escape(s), want, "{s:?}");
+        }
+        assert!(is_printable_str("→ µ é"));
+        // The fast ranges of `printable` say what the table says.
+        for n in (0..0x378).chain(0x2190..0x2200) {
+            let c = char::from_u32(n).expect("a char");
+            assert_eq!(printable(c), is_printable(c), "U+{n:04X}");
+        }
+        assert!(!is_printable_str("a\u{1b}"));
+    }
+
+    #[test]
+    fn latency_as_format_latency() {
+        let mut s = String::new();
+        for us in [0, 999, 1000, 1_062_500, 999_999, 12_345_678] {
+            push_latency(&mut s, us);
+            s.push('|');
+        }
+        // 1_062_500 µs is 1.0625 s, a tie kept even as Python's float format keeps it.
+        assert_eq!(s, "0µs|999µs|1.000ms|1.062s|999.999ms|12.346s|");
+    }
+
+    #[test]
+    fn clock_formats() {
+        let ts = 1_700_000_000_123_456; // 2023-11-14 22:13:20.123456 UTC
+        let fmt = |mode, ts, base: Option<i64>| {
+            let mut c = Clock::new(mode);
+            c.start(base);
+            let mut s = String::new();
+            c.format(&mut s, ts, true);
+            s
+        };
+        assert_eq!(
+            fmt(TimeMode::Relative, Some(ts), Some(ts - 1_500_000)),
+            "1.500000"
+        );
+        assert_eq!(
+            fmt(TimeMode::Relative, Some(ts), Some(ts + 1_500_000)),
+            "-1.500000"
+        );
+        assert_eq!(fmt(TimeMode::Relative, Some(ts), None), "0.000000");
+        assert_eq!(fmt(TimeMode::Epoch, Some(ts), None), "1700000000.123456");
+        assert_eq!(fmt(TimeMode::Absolute, Some(ts), None), "22:13:20.123456");
+        assert_eq!(
+            fmt(TimeMode::AbsoluteDate, Some(ts), None),
+            "2023-11-14 22:13:20.123456"
+        );
+        assert_eq!(
+            fmt(TimeMode::AbsoluteDate, Some(-1), None),
+            "1969-12-31 23:59:59.999999"
+        );
+        assert_eq!(fmt(TimeMode::Epoch, Some(0), None), "-");
+        assert_eq!(fmt(TimeMode::Epoch, None, None), "-");
+        let mut c = Clock::new(TimeMode::Delta);
+        c.start(Some(5));
+        let mut s = String::new();
+        for (t, adv) in [
+            (10, true),
+            (2_000_010, false),
+            (3_000_010, true),
+            (1_000_010, true),
+        ] {
+            c.format(&mut s, Some(t), adv);
+            s.push('|');
+        }
+        assert_eq!(s, "0.000000|2.000000|3.000000|-2.000000|");
+    }
+}
