@@ -13,8 +13,8 @@ from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, UsageError, app, ma
 from wiredump.cli.source import Progress, Run, _record_hook
 from wiredump.cli.timeline import ProgressOpt
 from wiredump.dissect.capture import open_capture
-from wiredump.dissect.parallel import auto_workers
 from wiredump.dissect.pipeline import CaptureEnd, Options
+from wiredump.dissect.workers import auto_workers
 
 FORMATS = ("parquet", "jsonl")
 

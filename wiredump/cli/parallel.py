@@ -29,7 +29,6 @@ from typing import Any
 import typer
 
 from wiredump.cli.notes import CaptureNotes
-from wiredump.dissect.parallel import auto_workers  # noqa: F401  (the timeline asks this module)
 from wiredump.dissect.pipeline import CAPTURE_END, CaptureEnd, Event, Options
 
 BATCH = 512

@@ -560,9 +560,9 @@ def timeline(
     options.detail = bool(verbose or opts.filter is not None or fmt != "text" or opts.mark_fields)
     out = Out(color if fmt == "text" else False)
     show_progress = progress and not out.rich and Progress.wanted() and not sys.stdout.isatty()
-    from wiredump.cli import parallel
+    from wiredump.dissect.workers import auto_workers
 
-    n = workers or parallel.auto_workers(captures)
+    n = workers or auto_workers(captures)
     if (
         n > 1
         and not out.rich
@@ -571,6 +571,8 @@ def timeline(
         and not line_buffered
         and not (opts.filter and opts.filter.uses_time)
     ):
+        from wiredump.cli import parallel
+
         job = parallel.Job(
             captures=list(captures),
             options=options,

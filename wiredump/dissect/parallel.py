@@ -26,22 +26,11 @@ import pyarrow.parquet as pq
 
 from wiredump.dissect.pipeline import CAPTURE_END, CaptureEnd, Event, Options, dissect
 from wiredump.dissect.tables import PARQUET_OPTIONS, SCHEMAS, TABLES, TableWriter
+from wiredump.dissect.workers import auto_workers  # noqa: F401  (importable from here as before)
 
 MERGE_BATCH = 4096
 OUT_ROWS = 16384
 """Rows per row group of the merged tables (as a serial export writes them)."""
-
-
-def auto_workers(captures: Sequence[str]) -> int:
-    """Worker processes to start when the user did not say: one, for now.
-
-    Measured on the 447k-packet benchmark capture (7 connections): two workers took 62 s
-    of wall time against 50 s for one process, and the merge peaked at 574 MB. Connections
-    are split by stream number, so the two busy ones (producer and consumer) can land on
-    the same worker; until the split follows the load, more workers are opt-in
-    (`--workers N`), for captures of many comparable connections.
-    """
-    return 1
 
 
 # Row order of each table: the first key that is not null.
