@@ -314,10 +314,6 @@ mod dissector;
 mod from_py;
 mod kafka;
 pub(crate) mod model;
-mod replay;
-// The framing questions of a Python session asked of the Rust one (differential tests).
-mod framing_replay;
-mod tank;
 mod timeline;
 
 /// The native engine's version.
@@ -333,11 +329,8 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_class::<StreamReader>()?;
     kafka::register(m)?;
-    replay::register(m)?;
     dissector::register(m)?;
     arrow::register(m)?;
-    framing_replay::register(m)?;
-    tank::register(m)?;
     timeline::register(m)?;
     Ok(())
 }
