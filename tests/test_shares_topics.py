@@ -66,6 +66,7 @@ def tables(path: Path, shard: tuple[int, int] | None = None) -> dict[str, pa.Tab
     """Every table the native engine builds for the capture (or one share of it), as
     `spark export` builds them in a task (`TableFeed`)."""
     from wiredump._engine import Dissector, TableFeed
+
     from wiredump.dissect.pipeline import Options
 
     dissector = Dissector(str(path), Options(engine="native", shard=shard))
