@@ -121,3 +121,20 @@ def test_without_the_teaching_answers_the_id_stays_unnamed(tmp_path: Path) -> No
     whole = tables(path)
     share = tables(path, (0, 2))
     assert fetch_topics(share, "messages") == fetch_topics(whole, "messages") == {real}
+
+
+REAL = sorted(CAPTURES.glob("*/*.pcap"))
+
+
+@pytest.mark.parametrize("path", REAL, ids=[f"{p.parent.name}/{p.stem}" for p in REAL])
+def test_the_shares_of_every_capture_are_the_whole_capture(path: Path) -> None:
+    """Every real capture of the four protocols, in 2 and in 3 shares: each table of the shares
+    together is the whole capture's, row for row (the native engine against itself: sharing,
+    and observing instead of decoding, must change nothing but which share writes a row)."""
+    whole = tables(path)
+    assert whole.get("frames") is not None and whole["frames"].num_rows > 0
+    for n in (2, 3):
+        shares = [tables(path, (k, n)) for k in range(n)]
+        for name in sorted(set(whole).union(*shares)):
+            union = sorted((r for s in shares for r in rows(s.get(name))), key=repr)
+            assert union == rows(whole.get(name)), f"{name}, {n} shares"
