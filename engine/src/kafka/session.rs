@@ -23,7 +23,7 @@ use super::framing::{
 };
 use super::recordsets::{self, FrameStats, Hook};
 use super::schema::{self, Plan};
-use super::topics::{get, TopicNames, RUN_KEY};
+use super::topics::{can_teach, get, TopicNames, RUN_KEY};
 use super::{embedded, header, partitions, summary};
 use crate::codecs::ELEMENT_LIMIT;
 use crate::correlation::Key;
@@ -633,6 +633,19 @@ impl KafkaSession {
             self.seen.push(lk);
             self.last_seen = Some(lk);
         }
+        if self.observe && api_key != 17 {
+            // An observer's request frame is never shown: what of it can change how this
+            // connection is framed later is its key and version (read above, kept for the
+            // response) and, for Produce, whether acks=0 asks for no answer. The body is not
+            // walked (SaslHandshake's is, below: it switches the connection to raw tokens).
+            let acks0 = api_key == 0 && produce_acks(data, pos, plan) == Some(0);
+            let f = f.shared();
+            ctx.correlator.request(&f, key, !acks0);
+            if acks0 {
+                self.acks0.insert(corr, f.clone());
+            }
+            return f;
+        }
         let mut stats = FrameStats::default();
         let mut b = self.body(
             ctx,
@@ -1010,6 +1023,13 @@ impl KafkaSession {
             );
             return;
         };
+        if self.observe && api_key != 17 && !can_teach(plan) {
+            // An observer's response frame is never shown and this body cannot name topics
+            // (the run state observers keep): only SaslHandshake's (raw tokens follow it) and
+            // those that list topic ids with names are walked.
+            self.handshakes.remove(&corr);
+            return;
+        }
         let hv = schema::response_header_version(api_key, version);
         let mut start = 8;
         if hv == 1 {
@@ -1229,6 +1249,65 @@ impl KafkaSession {
     }
 }
 
+/// The `acks` of a Produce request body at `data[start..]` laid out by `plan`, as walking the
+/// whole body would read it (`get(tree, "acks")`), without walking the rest: the fields before
+/// it (the transactional id) are skipped by the walker's rules, and a body that ends or breaks
+/// before `acks` has none. A layout of another shape is walked whole.
+fn produce_acks(data: &[u8], start: usize, plan: &'static Plan) -> Option<i64> {
+    let mut pos = start.min(data.len());
+    for op in plan.ops {
+        match op.kind {
+            schema::Kind::String => pos = skip_string(data, pos, op)?,
+            schema::Kind::Run(run) => {
+                let Some(at) = run.iter().position(|f| f.name == "acks") else {
+                    break;
+                };
+                if op.min_size as usize > data.len() - pos {
+                    return None; // the walker reads a run whole or not at all
+                }
+                let off = pos + run[..at].iter().map(|f| f.ty.size()).sum::<usize>();
+                return match run[at].ty {
+                    schema::Fixed::I16 => i16_at(data, off).map(i64::from),
+                    _ => break,
+                };
+            }
+            _ => break,
+        }
+    }
+    match get(&body::decode_body(data, start, plan, &[]).fields, "acks") {
+        Some(BValue::Int(a)) => Some(*a),
+        _ => None,
+    }
+}
+
+/// Where a string field at `data[pos..]` ends, or None where the body walker stops with an
+/// error (a short or negative length, a null where none is allowed).
+fn skip_string(data: &[u8], pos: usize, op: &schema::Op) -> Option<usize> {
+    let (n, at) = if op.compact {
+        let mut v: u64 = 0;
+        let mut at = pos;
+        loop {
+            let b = *data.get(at)?;
+            v |= u64::from(b & 0x7F) << (7 * (at - pos));
+            at += 1;
+            if b & 0x80 == 0 {
+                break;
+            }
+            if at - pos == 5 {
+                return None;
+            }
+        }
+        (v as i64 - 1, at)
+    } else {
+        (i64::from(i16_at(data, pos)?), pos + 2)
+    };
+    if n < -1 || (n == -1 && !op.nullable) {
+        return None;
+    }
+    let end = at + n.max(0) as usize;
+    (end <= data.len()).then_some(end)
+}
+
 fn yes(b: bool) -> Verdict {
     if b {
         Verdict::Yes
@@ -1421,3 +1500,7 @@ impl Session for KafkaSession {
 #[cfg(test)]
 #[path = "session_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "session_observe_tests.rs"]
+mod observe_tests;

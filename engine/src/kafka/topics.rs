@@ -9,6 +9,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use super::body::{uuid_string, Field, Value};
+use super::schema::{Kind, Op, Plan};
 
 /// Ids remembered at most (the oldest are forgotten first).
 pub const MAX_IDS: usize = 100_000;
@@ -68,6 +69,31 @@ impl TopicNames {
     }
 }
 
+/// Can a response body laid out by `plan` teach topic names? [`TopicNames::learn`] reads only
+/// a top-level `topics` array whose elements hold a `topic_id` (uuid) and a `name` (string):
+/// Metadata v10+, CreateTopics v7+, DescribeTopicPartitions. A session that
+/// observes a connection for another worker (`SessionOptions::observe`) walks only the response
+/// bodies for which this is true: every other body can change nothing the run shares, so
+/// skipping it keeps every share's topic names those of the whole capture.
+pub fn can_teach(plan: &Plan) -> bool {
+    ops(plan).any(|op| {
+        op.name == Some("topics")
+            && matches!(op.kind, Kind::Array(elem)
+                if matches!(elem.kind, Kind::Struct(p)
+                    if has(p, "topic_id", |k| matches!(k, Kind::Uuid))
+                        && has(p, "name", |k| matches!(k, Kind::String))))
+    })
+}
+
+/// A struct's fields, tagged ones included.
+fn ops(plan: &Plan) -> impl Iterator<Item = &Op> {
+    plan.ops.iter().chain(plan.tags.iter().map(|(_, op)| op))
+}
+
+fn has(plan: &Plan, name: &str, kind: impl Fn(&Kind) -> bool) -> bool {
+    ops(plan).any(|op| op.name == Some(name) && kind(&op.kind))
+}
+
 /// A struct's field by name (the last one wins, as a dict assignment does).
 pub(crate) fn get<'x, 'a>(d: &'x [Field<'a>], key: &str) -> Option<&'x Value<'a>> {
     d.iter()
@@ -102,6 +128,19 @@ mod tests {
                 node: node(Value::Uuid(u)),
             },
         ]))
+    }
+
+    /// Which responses can name topic ids, from Kafka's own message specs (the `*Response.json`
+    /// of `wiredump/proto/kafka_schema.json`): a top-level `topics` array whose elements have
+    /// both `topic_id` and `name` only in MetadataResponse v10-13, CreateTopicsResponse v7 and
+    /// DescribeTopicPartitionsResponse v0. FetchResponse v13+ names topics by id only,
+    /// DeleteTopicsResponse v6 lists them under `responses`, older Metadata has no ids.
+    #[test]
+    fn the_responses_that_can_teach_names() {
+        use super::super::schema::{api_versions, plan};
+        let teaches = |k: i16, v: i16| plan(k, v, true).is_some_and(can_teach);
+        let all: Vec<(i16, i16)> = api_versions().filter(|(k, v)| teaches(*k, *v)).collect();
+        assert_eq!(all, [(3, 10), (3, 11), (3, 12), (3, 13), (19, 7), (75, 0)]);
     }
 
     #[test]
