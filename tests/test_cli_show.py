@@ -167,11 +167,25 @@ def _marked_runs(out: str) -> list[bytes]:
 
 
 def test_show_marks_a_field_by_name(capsys, kafka_basic):
-    """--mark client_id brackets the client id bytes; pdus.tsv names packet 45's client heldout-kp-producer."""
+    """--mark client_id brackets the client id's bytes (its span, not a search for its value);
+    pdus.tsv names packet 45's client heldout-kp-producer."""
     tsv = {int(r["last_frame"]): r for r in read_tsv(kafka_basic.with_name("kafka-python-basic.pdus.tsv"))}
     res = run_cli(capsys, "show", kafka_basic, "-p", "45", "-x", "--mark", "client_id", "--mark", "0:4")
     assert res.code == 0, res.err
     runs = _marked_runs(res.out)
     payload = pcap_payload(kafka_basic, 45)
     assert runs[0] == payload[:4]
-    assert runs[1] == tsv[45]["client_id"].encode()
+    # The field's whole encoding, where the decoder read it: Kafka's nullable string is an int16
+    # length (19 = len("heldout-kp-producer")) then the bytes.
+    client_id = tsv[45]["client_id"].encode()
+    assert runs[1] == len(client_id).to_bytes(2, "big") + client_id
+    assert len(runs) == 2
+
+
+def test_show_marks_numbers_by_their_span(capsys, kafka_basic):
+    """Numbers have no value to search for: their spans mark them. Packet 45 is a Produce with
+    required acks -1 and a 30000 ms timeout (tshark's kafka.required_acks and kafka.timeout);
+    Kafka writes them as a big-endian int16 and int32, so the marked bytes are computed here."""
+    res = run_cli(capsys, "show", kafka_basic, "-p", "45", "-x", "--mark", "timeout_ms", "--mark", "acks")
+    assert res.code == 0, res.err
+    assert _marked_runs(res.out) == [(-1).to_bytes(2, "big", signed=True) + (30000).to_bytes(4, "big")]

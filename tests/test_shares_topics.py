@@ -69,7 +69,7 @@ def tables(path: Path, shard: tuple[int, int] | None = None) -> dict[str, pa.Tab
 
     from wiredump.dissect.pipeline import Options
 
-    dissector = Dissector(str(path), Options(engine="native", shard=shard))
+    dissector = Dissector(str(path), Options(shard=shard))
     feed = TableFeed(True)
     batches: dict[str, list[pa.RecordBatch]] = {}
     while (ready := feed.pump(dissector)) is not None:

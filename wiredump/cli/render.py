@@ -556,43 +556,24 @@ def mark_names(items: list[str] | None) -> list[str]:
     return [item for item in items or [] if item[:1] and not item[:1].isdigit()]
 
 
-def _walk(value: Any, path: tuple[str, ...], depth: int) -> Iterator[tuple[tuple[str, ...], Any]]:
-    if depth > MAX_TREE_DEPTH:
-        return
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield from _walk(v, (*path, str(k)), depth + 1)
-    elif isinstance(value, (list, tuple)):
-        for i, v in enumerate(value):
-            yield from _walk(v, (*path, str(i)), depth + 1)
-    else:
-        yield path, value
+def field_marks(spans: dict[str, tuple[int, int]] | None, names: list[str]) -> list[tuple[int, int]]:
+    """Byte ranges of the named fields in the frame: exactly where the decoder read each one
+    (`Frame.spans`, asked for with `Options.spans`), whatever its type.
 
-
-def field_marks(fields: dict[str, Any], data: bytes, names: list[str]) -> list[tuple[int, int]]:
-    """Byte ranges of the named fields' values in the frame.
-
-    Decoders keep values, not offsets, so a string or bytes value is found where its
-    bytes occur in the frame (every occurrence); numbers cannot be located this way.
-    A name matches a field whose path ends with it (`name`, `topic_data.0.name`).
+    A name matches a field whose dotted path ends with it (`name`, `topic_data.0.name`), so
+    `--mark name` marks every topic name of a Produce. Nothing is searched for by value: a
+    field the decoder kept no span for is not marked rather than guessed.
     """
-    out: list[tuple[int, int]] = []
+    if not spans:
+        return []
     wanted = [tuple(n.split(".")) for n in names]
-    for path, value in _walk(fields, (), 0):
-        if not any(path[-len(w) :] == w for w in wanted):
-            continue
-        if isinstance(value, str):
-            needle = value.encode("utf-8")
-        elif isinstance(value, (bytes, bytearray, memoryview)):
-            needle = bytes(value)
-        else:
-            continue
-        if len(needle) < 2:
-            continue
-        at = data.find(needle)
-        while at >= 0 and len(out) < 1000:
-            out.append((at, at + len(needle)))
-            at = data.find(needle, at + 1)
+    out: list[tuple[int, int]] = []
+    for path, (start, end) in spans.items():
+        parts = tuple(path.split("."))
+        if end > start and any(parts[-len(w) :] == w for w in wanted):
+            out.append((start, end))
+            if len(out) >= 1000:
+                break
     return out
 
 

@@ -64,8 +64,8 @@ def show(
         list[str] | None,
         typer.Option(
             "--mark",
-            help="With -x: highlight bytes START[:LENGTH] of the frame, or the bytes of a string/bytes "
-            "field's value where they occur in the frame (bracketed in plain text, reverse video in "
+            help="With -x: highlight bytes START[:LENGTH] of the frame, or the bytes a decoded field was "
+            "read from (its whole encoding, any type; bracketed in plain text, reverse video in "
             "colour; repeatable); anomalies with a byte offset are marked too. E.g. --mark 8:4, "
             "--mark client_id, --mark topic_data.0.name.",
         ),
@@ -85,7 +85,9 @@ def show(
         mark_fields=mark_fields_or_fail(mark),
         values=check_values(values),
     )
-    run = Run(captures, make_options(decode_as, keep_bytes=hex_))
+    options = make_options(decode_as, keep_bytes=hex_)
+    options.spans = bool(opts.mark_fields)
+    run = Run(captures, options)
     out = Out(color)
     printer = TimelinePrinter(out, opts)
     found: set[int] = set()

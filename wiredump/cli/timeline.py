@@ -182,7 +182,7 @@ class TimelinePrinter:
             (a.offset, a.offset + 1) for a in f.anomalies if a.offset is not None and a.offset < len(f.data)
         ]
         if self.opts.mark_fields:
-            marks += field_marks(f.fields, f.data, self.opts.mark_fields)
+            marks += field_marks(f.spans, self.opts.mark_fields)
         if out.rich:
             for t in rich_hex_lines(f.data, marks, 16 if out.width >= 76 else 8):
                 out.line("", lambda t=t: t)
@@ -453,8 +453,8 @@ def timeline(
         list[str] | None,
         typer.Option(
             "--mark",
-            help="With -x: highlight bytes START[:LENGTH] of each frame, or the bytes of a string/bytes "
-            "field's value found in the frame, e.g. --mark 0:4 or --mark client_id (repeatable).",
+            help="With -x: highlight bytes START[:LENGTH] of each frame, or the bytes a decoded field "
+            "was read from (its whole encoding, any type), e.g. --mark 0:4 or --mark client_id (repeatable).",
         ),
     ] = None,
     line_buffered: Annotated[
@@ -558,6 +558,7 @@ def timeline(
     # The lines themselves read only the frame's columns and summary: the decoded fields are
     # handed over only for the field tree, a filter, the JSON or -e columns and `--mark NAME`.
     options.detail = bool(verbose or opts.filter is not None or fmt != "text" or opts.mark_fields)
+    options.spans = bool(opts.mark_fields)
     out = Out(color if fmt == "text" else False)
     show_progress = progress and not out.rich and Progress.wanted() and not sys.stdout.isatty()
     from wiredump.dissect.workers import auto_workers

@@ -141,6 +141,10 @@ class Frame:
     """Messages the frame carried past `Limits.max_messages`: read, checked and counted, not kept
     in `messages` (the `message_limit` anomaly says so). Totals (`wiredump stats`) count
     `len(messages) + messages_counted`, so the cap bounds memory without changing the counts."""
+    spans: dict[str, tuple[int, int]] | None = None
+    """Where each decoded field's encoding lies in the frame: dotted path (list items by index,
+    `topic_data.0.name`) -> `[start, end)` offsets into `data`, as the decoder read them. Filled
+    only when asked for (`Options.spans`: `-x --mark NAME` highlights exactly those bytes)."""
 
 
 @dataclass(slots=True)

@@ -44,6 +44,9 @@ class Options:
     reads neither (its lines come from the frame's columns and summary): it turns this off,
     and the engine then leaves `fields` empty and `partitions` None instead of making
     a Python object per decoded field (half the timeline's time)."""
+    spans: bool = False
+    """Hand each frame's field byte spans to the sinks (`Frame.spans`): only `-x --mark NAME`
+    reads them, so other runs make no Python object for them."""
     hold_frames: int = 4096
     hold_bytes: int = 8 << 20
     """Frames are held by count and by wire bytes: a few hundred large Fetch responses carry

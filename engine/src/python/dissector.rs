@@ -155,6 +155,8 @@ pub struct Dissector {
     model: model::Handles,
     /// Frames carry their `fields` and `partitions` (`pipeline.Options.detail`).
     detail: bool,
+    /// Frames carry their fields' byte spans (`pipeline.Options.spans`).
+    spans: bool,
 }
 
 #[pymethods]
@@ -320,6 +322,10 @@ impl Dissector {
             Ok(d) => d.extract()?,
             Err(_) => true,
         };
+        let spans = match options.getattr("spans") {
+            Ok(d) => d.extract()?,
+            Err(_) => false,
+        };
         let protocols = registry::select(names.as_deref());
         let run = Dissection::new(reader, opts, protocols).map_err(PyValueError::new_err)?;
         let capture = run
@@ -338,6 +344,7 @@ impl Dissector {
             error,
             model: model::Handles::load(py)?,
             detail,
+            spans,
         })
     }
 
@@ -354,7 +361,7 @@ impl Dissector {
 
     fn convert(&mut self, py: Python<'_>, rec: Record) -> PyResult<()> {
         let c = &self.classes;
-        let m = self.model.bind(py, self.detail);
+        let m = self.model.bind(py, self.detail, self.spans);
         let ev = match rec {
             Record::Frame(f) => {
                 let pf = m.frame(&f.borrow())?;

@@ -12,7 +12,7 @@ use crate::model::{Anomaly, Exchange, Fields, Frame, Message, TopicPartition, Va
 /// them: when the class declares exactly these first (any fields after them keep their
 /// defaults), a frame is made with positional arguments, which binds faster than 32 keywords
 /// (a frame per line is the timeline's hot path); otherwise with keywords.
-const FRAME_ORDER: [&str; 32] = [
+const FRAME_ORDER: [&str; 33] = [
     "protocol",
     "type",
     "type_code",
@@ -45,6 +45,7 @@ const FRAME_ORDER: [&str; 32] = [
     "exchange_done",
     "released",
     "messages_counted",
+    "spans",
 ];
 
 /// Whether `Frame`'s dataclass fields start with [`FRAME_ORDER`] and those after it have
@@ -83,6 +84,8 @@ pub struct Classes<'py> {
     topic_partition: Bound<'py, PyAny>,
     /// Convert each frame's `fields` and `partitions` (see [`Handles::bind`]).
     detail: bool,
+    /// Convert each frame's field spans (`Frame.spans`, `pipeline.Options.spans`).
+    spans: bool,
     /// `Frame` takes [`FRAME_ORDER`] positionally.
     positional: bool,
 }
@@ -114,7 +117,7 @@ impl Handles {
     /// The classes bound for one conversion. `detail` false leaves every frame's `fields` empty
     /// and its `partitions` None: sinks that read neither (the plain timeline, see
     /// `pipeline.Options.detail`) then pay no Python object per decoded field.
-    pub fn bind<'py>(&self, py: Python<'py>, detail: bool) -> Classes<'py> {
+    pub fn bind<'py>(&self, py: Python<'py>, detail: bool, spans: bool) -> Classes<'py> {
         Classes {
             frame: self.frame.bind(py).clone(),
             message: self.message.bind(py).clone(),
@@ -122,6 +125,7 @@ impl Handles {
             exchange: self.exchange.bind(py).clone(),
             topic_partition: self.topic_partition.bind(py).clone(),
             detail,
+            spans,
             positional: self.positional,
         }
     }
@@ -139,6 +143,7 @@ impl<'py> Classes<'py> {
             exchange: m.getattr("Exchange")?,
             topic_partition: m.getattr("TopicPartition")?,
             detail: true,
+            spans: false,
         })
     }
 
@@ -204,6 +209,11 @@ impl<'py> Classes<'py> {
             f.exchange_done.into_bound_py_any(py)?,
             f.released.into_bound_py_any(py)?,
             f.messages_counted.into_bound_py_any(py)?,
+            if self.spans {
+                span_dict(py, &f.fields)?.into_any()
+            } else {
+                py.None().into_bound(py)
+            },
         ];
         if self.positional {
             return self.frame.call1(PyTuple::new(py, values)?);
@@ -325,8 +335,17 @@ pub fn fields<'py>(py: Python<'py>, f: &Fields) -> PyResult<Bound<'py, PyDict>> 
     Ok(d)
 }
 
+/// `Frame.spans`: dotted path -> `(start, end)` for every field with a span.
+fn span_dict<'py>(py: Python<'py>, f: &Fields) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (path, start, end) in spans(f) {
+        d.set_item(path, (start, end))?;
+    }
+    Ok(d)
+}
+
 /// Every field's span as `(dotted path, start, end)`, list items by index (`topics.0.name`), for
-/// `-x --mark` and the span tests.
+/// `-x --mark`.
 pub fn spans(f: &Fields) -> Vec<(String, u32, u32)> {
     fn walk(prefix: &str, f: &Fields, out: &mut Vec<(String, u32, u32)>) {
         for field in &f.0 {
