@@ -1,14 +1,16 @@
 """The `partitions` table (issue 18 item 7): per-topic/partition results, typed, for every protocol.
 
 Expected values come from outside wiredump: tshark's Kafka fields, the independent decodes
-beside the captures (Pulsar summary.json, TANK pdus.tsv, Pravega frames.tsv) and the scenario
-files.
+beside the captures (Pulsar summary.json, TANK pdus.tsv, Pravega frames.tsv), the scenario
+files, and Kafka's own JSON message specs (`entityType: topicName`).
 """
 
 from __future__ import annotations
 
 import csv
+import glob
 import json
+import re
 import shutil
 import subprocess
 from collections import defaultdict
@@ -23,6 +25,7 @@ from wiredump.dissect.pipeline import dissect
 from wiredump.dissect.tables import PARTITIONS, TableSet
 
 CAPTURES = Path("/work/shared/captures")
+REFERENCE = Path("/work/shared/reference/kafka")
 pytestmark = pytest.mark.skipif(not CAPTURES.is_dir(), reason="needs the shared captures")
 
 
@@ -63,6 +66,71 @@ def tshark(capture: str, display: str, fields: list[str]) -> list[list[list[str]
 
 
 # -- Kafka -----------------------------------------------------------------------------------------
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+def _spec_topic_arrays() -> dict[tuple[str, str], set[str]]:
+    """(API name, request/response) -> the arrays whose elements name a topic, from Kafka's own
+    specs: arrays holding a field marked `entityType: topicName`, or a `TopicId` uuid."""
+    out: dict[tuple[str, str], set[str]] = defaultdict(set)
+
+    def walk(
+        fields: list[dict[str, Any]], parent: str | None, key: tuple[str, str], common: dict[str, Any]
+    ) -> None:
+        for f in fields:
+            if parent is not None and f["type"] in ("string", "uuid"):
+                if f.get("entityType") == "topicName" or (f["name"] == "TopicId" and f["type"] == "uuid"):
+                    out[key].add(_snake(parent))
+            sub = f.get("fields") or common.get(f["type"].removeprefix("[]"))
+            if sub:
+                walk(sub, f["name"] if f["type"].startswith("[]") else None, key, common)
+
+    for sub in ("message", "message-3.9"):
+        for p in glob.glob(str(REFERENCE / sub / "*.json")):
+            text = re.sub(r"^\s*//.*$", "", Path(p).read_text(), flags=re.M)
+            d = json.loads(text)
+            if d.get("type") in ("request", "response"):
+                common = {c["name"]: c["fields"] for c in d.get("commonStructs", [])}
+                key = (d["name"].removesuffix(d["type"].title()), d["type"])
+                walk(d.get("fields", []), None, key, common)
+    return out
+
+
+KNOWN = {
+    # Inter-broker APIs: v0-1 partition states repeat the topic name of the topic struct they sit
+    # in; the rows take it from that topic struct, so the walk does not look inside.
+    ("LeaderAndIsr", "request"): ({"partition_states"}, set()),
+    ("UpdateMetadata", "request"): ({"partition_states"}, set()),
+    # Kafka Streams' internal topics (TopicInfo.Name, TaskOffset.Topic) are topics the specs leave
+    # unmarked: the walk names them too.
+    ("StreamsGroupHeartbeat", "request"): (set(), {"state_changelog_topics", "repartition_source_topics"}),
+    ("StreamsGroupHeartbeat", "response"): (set(), {"partitions"}),
+    ("StreamsGroupDescribe", "response"): (set(), {"state_changelog_topics", "repartition_source_topics"}),
+}
+"""(API, direction) -> (marked in the specs but not walked, walked but not marked), with why."""
+
+
+@pytest.mark.skipif(not REFERENCE.is_dir(), reason="needs Kafka's JSON specs")
+def test_kafka_topic_arrays_are_the_ones_the_specs_mark_as_topics() -> None:
+    """The engine's partitions walk (generated at build time from the schema) follows exactly the
+    arrays Kafka's specs mark as naming topics, for every API and both directions."""
+    from wiredump._engine import kafka_topic_arrays
+
+    from wiredump.dissect.protocols.kafka import schema as kafka_schema
+
+    spec = _spec_topic_arrays()
+    checked = 0
+    for key, name in kafka_schema.api_names().items():
+        for direction in ("request", "response"):
+            want = spec.get((name, direction), set())
+            got = set(kafka_topic_arrays(key, direction == "response"))
+            missing, extra = KNOWN.get((name, direction), (set(), set()))
+            assert (want - got, got - want) == (missing, extra), (name, direction)
+            checked += bool(want)
+    assert checked > 60  # most APIs name topics somewhere
+
+
 PINNED = "kafka/kafka-python-pinned-2.5.pcap"
 
 

@@ -231,7 +231,27 @@ fn kafka_record_sets<'py>(
 }
 
 /// Adds the Kafka functions to the extension module.
+/// The topic arrays of an API's request (`response` false) or response body, at every depth, as
+/// the `partitions` table's walk follows them (`kafka::partitions::walk_of`, generated from the
+/// schema at build time): the tests check them against the `entityType: topicName` marks of
+/// Kafka's own JSON specs.
+#[pyfunction]
+fn kafka_topic_arrays(api_key: i64, response: bool) -> Vec<&'static str> {
+    fn visit(w: &crate::kafka::partitions::Walk, out: &mut Vec<&'static str>) {
+        out.extend(w.topics.iter().map(|(name, _)| *name));
+        for (_, sub) in w.descend {
+            visit(sub, out);
+        }
+    }
+    let mut out = Vec::new();
+    if let Some(w) = crate::kafka::partitions::walk_of(api_key, response) {
+        visit(w, &mut out);
+    }
+    out
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(kafka_topic_arrays, m)?)?;
     m.add_function(wrap_pyfunction!(kafka_decode, m)?)?;
     m.add_function(wrap_pyfunction!(kafka_record_sets, m)?)?;
     m.add_function(wrap_pyfunction!(kafka_request_header, m)?)?;
