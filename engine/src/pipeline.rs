@@ -83,6 +83,9 @@ pub struct Options {
     pub limits: EngineLimits,
     /// (k, n): decode only the connections whose stream is k modulo n.
     pub shard: Option<(u64, u64)>,
+    /// Dissect each packet as soon as it is read (`-l`): a pipe fed live (`tcpdump -U -w - |
+    /// wiredump - -l`) must not wait for [`STEP_RECORDS`] packets before the first line.
+    pub live: bool,
 }
 
 impl Default for Options {
@@ -97,6 +100,7 @@ impl Default for Options {
             hold_us: 120_000_000,
             limits: EngineLimits::default(),
             shard: None,
+            live: false,
         }
     }
 }
@@ -1007,7 +1011,8 @@ impl Dissection {
                 continue;
             }
             let mut batch = Vec::new();
-            self.engine.step(STEP_RECORDS, STEP_RECORDS * 4, &mut batch);
+            let step = if self.cap.opts.live { 1 } else { STEP_RECORDS };
+            self.engine.step(step, step * 4, &mut batch);
             self.events.extend(batch);
             self.flipped.clear();
         }

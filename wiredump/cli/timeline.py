@@ -559,6 +559,7 @@ def timeline(
     # handed over only for the field tree, a filter, the JSON or -e columns and `--mark NAME`.
     options.detail = bool(verbose or opts.filter is not None or fmt != "text" or opts.mark_fields)
     options.spans = bool(opts.mark_fields)
+    options.live = line_buffered  # -l: each packet dissected as soon as it is read
     out = Out(color if fmt == "text" else False)
     show_progress = progress and not out.rich and Progress.wanted() and not sys.stdout.isatty()
     from wiredump.dissect.workers import auto_workers

@@ -44,6 +44,9 @@ class Options:
     reads neither (its lines come from the frame's columns and summary): it turns this off,
     and the engine then leaves `fields` empty and `partitions` None instead of making
     a Python object per decoded field (half the timeline's time)."""
+    live: bool = False
+    """Dissect each packet as soon as it is read (`-l`, a pipe fed live) rather than in steps of
+    a few hundred packets, which would hold the first lines until that many had arrived."""
     spans: bool = False
     """Hand each frame's field byte spans to the sinks (`Frame.spans`): only `-x --mark NAME`
     reads them, so other runs make no Python object for them."""

@@ -40,6 +40,10 @@ fn read_options(py_opts: &Bound<'_, PyAny>) -> PyResult<(Options, Option<Vec<Str
     o.hold_bytes = py_opts.getattr("hold_bytes")?.extract()?;
     o.hold_us = py_opts.getattr("hold_us")?.extract()?;
     o.shard = py_opts.getattr("shard")?.extract()?;
+    o.live = match py_opts.getattr("live") {
+        Ok(v) => v.extract()?,
+        Err(_) => false, // Options pickled before the flag existed
+    };
     let l = py_opts.call_method0("new_limits")?;
     let get = |name: &str| -> PyResult<u64> { l.getattr(name)?.extract() };
     o.limits = EngineLimits {
