@@ -14,8 +14,10 @@ use super::ROW_OVERHEAD;
 use crate::model::{Anomaly, ConnectionSummary, Exchange, Frame, Message, TopicPartition};
 
 /// Length as Python's `len(str)` counts it (code points), for the same size estimate.
+/// `chars().count()` is std's word-at-a-time count (the byte-by-byte filter it replaces was
+/// ~3% of the export's engine time, on every `detail` and `summary`).
 fn chars(s: &str) -> usize {
-    s.len() - s.bytes().filter(|&b| (b & 0xC0) == 0x80).count()
+    s.chars().count()
 }
 
 fn i64_of(v: u64) -> Option<i64> {
