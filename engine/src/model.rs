@@ -285,7 +285,10 @@ pub struct Message {
     pub headers: Option<Vec<(String, Option<Vec<u8>>)>>,
     pub compression: Option<Cow<'static, str>>,
     pub checksum_ok: Option<bool>,
-    pub detail: Option<Fields>,
+    /// The message's other fields. Shared (`Rc`) because every record of a Kafka batch has the
+    /// same ones (its batch's producer state): a Fetch response of 32k records held 32k copies
+    /// (~14 MB at the engine's peak on the benchmark capture).
+    pub detail: Option<Rc<Fields>>,
     /// A produced record's place among the records its request carries for its partition (0
     /// for the first); `offset` stays null until the broker's answer gives the base (Kafka).
     pub offset_delta: Option<i64>,

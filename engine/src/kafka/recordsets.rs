@@ -9,6 +9,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use super::body::{uuid_string, Field as BField, Value as BValue};
 use super::records::{self, control_type_name, Control, Entry, RecordSet};
@@ -143,9 +144,15 @@ pub fn read_into(
             } else {
                 f.messages.reserve(rs.messages.len());
             }
+            let mut shared = None;
             for m in rs.messages {
-                f.messages
-                    .push(message(m, hook.direction, topic.clone(), partition));
+                f.messages.push(message(
+                    m,
+                    hook.direction,
+                    topic.clone(),
+                    partition,
+                    &mut shared,
+                ));
             }
             if hook.direction == Direction::Produce {
                 await_offsets(&mut f.messages, first);
@@ -185,21 +192,24 @@ fn bytes(b: &Option<Cow<'_, [u8]>>) -> Value {
     b.as_ref().map_or(Value::Null, |b| Value::Bytes(b.to_vec()))
 }
 
+/// The detail last made, with the batch state it was made of: the records of one batch share
+/// one detail (see [`Message::detail`]).
+type SharedDetail = Option<(records::BatchDetail, Rc<Fields>)>;
+
 fn message(
     m: records::Message<'_>,
     direction: Direction,
     topic: Option<String>,
     partition: Option<i32>,
+    shared: &mut SharedDetail,
 ) -> Message {
-    let detail = m.detail.map(|d| {
-        let mut f = Fields::with_capacity(6);
-        f.push_new("batch_base_offset", Value::Int(d.batch_base_offset));
-        f.push_new("producer_id", Value::Int(d.producer_id));
-        f.push_new("producer_epoch", Value::Int(i64::from(d.producer_epoch)));
-        f.push_new("base_sequence", Value::Int(i64::from(d.base_sequence)));
-        f.push_new("transactional", Value::Bool(d.transactional));
-        f.push_new("magic", Value::Int(2));
-        f
+    let detail = m.detail.map(|d| match shared {
+        Some((last, fields)) if *last == d => Rc::clone(fields),
+        _ => {
+            let fields = Rc::new(detail_fields(&d));
+            *shared = Some((d, Rc::clone(&fields)));
+            fields
+        }
     });
     Message {
         direction: Some(direction),
@@ -221,6 +231,18 @@ fn message(
         detail,
         offset_delta: None,
     }
+}
+
+/// A v2 record's detail, as the Python session writes it.
+fn detail_fields(d: &records::BatchDetail) -> Fields {
+    let mut f = Fields::with_capacity(6);
+    f.push_new("batch_base_offset", Value::Int(d.batch_base_offset));
+    f.push_new("producer_id", Value::Int(d.producer_id));
+    f.push_new("producer_epoch", Value::Int(i64::from(d.producer_epoch)));
+    f.push_new("base_sequence", Value::Int(i64::from(d.base_sequence)));
+    f.push_new("transactional", Value::Bool(d.transactional));
+    f.push_new("magic", Value::Int(2));
+    f
 }
 
 /// An i128 read from varints, as an i64 (values beyond it only come from damaged varints).
