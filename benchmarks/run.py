@@ -55,11 +55,14 @@ class Result:
 
 
 def count_packets(path: Path) -> int:
-    from wiredump.dissect.capture import open_capture
+    """Packet records in the capture, read by the native engine's reader (`RECORD` tuples)."""
+    from wiredump._engine import StreamReader
 
     n = 0
-    for rec in open_capture(str(path)):
-        n = rec.number
+    for batch in StreamReader(str(path), [], 8 << 20):
+        for t in batch:
+            if t[0] == 0:  # RECORD: (0, number, ts_us)
+                n = t[1]
     return n
 
 
