@@ -12,7 +12,7 @@ N times larger (the same flows replayed with fresh ports, sequence numbers and
 times, see `scale_capture.py`) and exports it, to show that memory stays flat.
 `--spark` times `wiredump spark export` of a capture set with 1 and with 2 cores.
 
-    python benchmarks/run.py benchmarks/data/kafka-large.pcap [--scale 10] [--spark]
+    python benchmarks/run.py benchmarks/data/kafka-large.pcap [--scale 10 [--scaled X10.pcap]] [--spark]
 """
 
 from __future__ import annotations
@@ -55,11 +55,14 @@ class Result:
 
 
 def count_packets(path: Path) -> int:
-    from wiredump.dissect.capture import open_capture
+    """Packet records in the capture, read by the native engine's reader (`RECORD` tuples)."""
+    from wiredump._engine import StreamReader
 
     n = 0
-    for rec in open_capture(str(path)):
-        n = rec.number
+    for batch in StreamReader(str(path), [], 8 << 20):
+        for t in batch:
+            if t[0] == 0:  # RECORD: (0, number, ts_us)
+                n = t[1]
     return n
 
 
@@ -168,6 +171,13 @@ def main() -> None:
     ap.add_argument(
         "--scale", type=int, default=0, help="also run everything on a capture this many times larger"
     )
+    ap.add_argument(
+        "--scaled",
+        type=Path,
+        default=None,
+        help="with --scale: an existing capture N times larger to time instead of building one "
+        "(e.g. /work/data/kafka-large-x10.pcap, made by scale_capture.py): building it takes minutes",
+    )
     ap.add_argument("--spark", action="store_true", help="also time spark export with 1 and 2 cores")
     ap.add_argument("--workers", type=int, default=0, help="pass --workers N to wiredump export")
     args = ap.parse_args()
@@ -177,7 +187,9 @@ def main() -> None:
     results: list[Result] = []
     sizes = [("1x", cap, packets)]
     try:
-        if args.scale > 1:
+        if args.scale > 1 and args.scaled is not None:
+            sizes.append((f"{args.scale}x", args.scaled, count_packets(args.scaled)))
+        elif args.scale > 1:
             big = tmp / f"x{args.scale}.pcap"
             subprocess.run(
                 [

@@ -144,6 +144,8 @@ pub struct TableSet {
     ready: VecDeque<(Table, RecordBatch)>,
     /// The JSON text of the row being built (one buffer for every `detail`).
     scratch: String,
+    /// The last message detail's text (shared details are written once).
+    message_detail: rows::MessageDetail,
 }
 
 impl TableSet {
@@ -159,6 +161,7 @@ impl TableSet {
             partitions: Buffer::new(cap.min(256)),
             ready: VecDeque::new(),
             scratch: String::with_capacity(4096),
+            message_detail: rows::MessageDetail::default(),
         }
     }
 
@@ -181,6 +184,7 @@ impl TableSet {
         self.frames.nbytes += rows::frame(&mut self.frames.cols, capture, f, &mut self.scratch);
         self.frames.rows += 1;
         if !f.messages.is_empty() {
+            self.message_detail.clear();
             for m in &f.messages {
                 self.messages.nbytes += rows::message(
                     &mut self.messages.cols,
@@ -188,7 +192,7 @@ impl TableSet {
                     f,
                     m,
                     o.values,
-                    &mut self.scratch,
+                    &mut self.message_detail,
                 );
             }
             self.messages.rows += f.messages.len();

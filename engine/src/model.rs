@@ -162,6 +162,13 @@ impl Fields {
         Fields(Vec::new())
     }
 
+    /// Empty, with room for `n` fields: a decoder that knows how many it sets allocates once,
+    /// exactly (a record batch's 20 fields grown by doubling held 32 slots; held frames keep
+    /// thousands of them).
+    pub fn with_capacity(n: usize) -> Fields {
+        Fields(Vec::with_capacity(n))
+    }
+
     /// Adds or replaces `name` (a Python `d[name] = value`: replacing keeps the first position).
     pub fn set(&mut self, name: impl Into<Cow<'static, str>>, value: Value) -> &mut Self {
         self.set_span(name, value, None)
@@ -190,6 +197,19 @@ impl Fields {
         } else {
             self.0.push(Field { name, value, span });
         }
+        self
+    }
+
+    /// Appends a field the caller knows is not there yet (a decoder listing a fixed set of
+    /// distinct names): [`Fields::set`] without its search for the name, which for a record
+    /// batch's 21 fields was 210 comparisons (set_span was ~9% of the export's engine time).
+    pub fn push_new(&mut self, name: &'static str, value: Value) -> &mut Self {
+        debug_assert!(self.get(name).is_none(), "{name} set twice");
+        self.0.push(Field {
+            name: Cow::Borrowed(name),
+            value,
+            span: None,
+        });
         self
     }
 
@@ -265,7 +285,10 @@ pub struct Message {
     pub headers: Option<Vec<(String, Option<Vec<u8>>)>>,
     pub compression: Option<Cow<'static, str>>,
     pub checksum_ok: Option<bool>,
-    pub detail: Option<Fields>,
+    /// The message's other fields. Shared (`Rc`) because every record of a Kafka batch has the
+    /// same ones (its batch's producer state): a Fetch response of 32k records held 32k copies
+    /// (~14 MB at the engine's peak on the benchmark capture).
+    pub detail: Option<Rc<Fields>>,
     /// A produced record's place among the records its request carries for its partition (0
     /// for the first); `offset` stays null until the broker's answer gives the base (Kafka).
     pub offset_delta: Option<i64>,

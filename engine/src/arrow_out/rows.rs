@@ -11,11 +11,15 @@ use super::columns::{
 };
 use super::detail::write_fields_json;
 use super::ROW_OVERHEAD;
-use crate::model::{Anomaly, ConnectionSummary, Exchange, Frame, Message, TopicPartition};
+use std::rc::Rc;
+
+use crate::model::{Anomaly, ConnectionSummary, Exchange, Fields, Frame, Message, TopicPartition};
 
 /// Length as Python's `len(str)` counts it (code points), for the same size estimate.
+/// `chars().count()` is std's word-at-a-time count (the byte-by-byte filter it replaces was
+/// ~3% of the export's engine time, on every `detail` and `summary`).
 fn chars(s: &str) -> usize {
-    s.len() - s.bytes().filter(|&b| (b & 0xC0) == 0x80).count()
+    s.chars().count()
 }
 
 fn i64_of(v: u64) -> Option<i64> {
@@ -71,6 +75,23 @@ pub fn frame(c: &mut FramesColumns, capture: &str, f: &Frame, detail: &mut Strin
     size
 }
 
+/// The JSON text of the last message detail written, and which detail it is (a pointer
+/// compared while the frame whose messages these are is borrowed, so no other detail can
+/// take its address meanwhile: [`MessageDetail::clear`] before each frame's messages).
+#[derive(Default)]
+pub struct MessageDetail {
+    of: Option<*const Fields>,
+    text: String,
+    chars: usize,
+}
+
+impl MessageDetail {
+    /// Forgets the last detail (its frame may be gone, and its address reused).
+    pub fn clear(&mut self) {
+        self.of = None;
+    }
+}
+
 /// A messages row (the message `m` carried by `f`); returns its estimated size.
 pub fn message(
     c: &mut MessagesColumns,
@@ -78,7 +99,7 @@ pub fn message(
     f: &Frame,
     m: &Message,
     values: bool,
-    detail: &mut String,
+    detail: &mut MessageDetail,
 ) -> usize {
     let mut size = ROW_OVERHEAD;
     c.capture.append_value(capture);
@@ -107,9 +128,14 @@ pub fn message(
     // An empty detail is null, as Python's `to_json(m.detail) if m.detail else None`.
     match m.detail.as_ref().filter(|d| !d.is_empty()) {
         Some(d) => {
-            write_fields_json(detail, d);
-            size += chars(detail);
-            c.detail.append_value(&*detail);
+            // The records of a Kafka batch share one detail: its text is written once.
+            if detail.of != Some(Rc::as_ptr(d)) {
+                write_fields_json(&mut detail.text, d);
+                detail.chars = chars(&detail.text);
+                detail.of = Some(Rc::as_ptr(d));
+            }
+            size += detail.chars;
+            c.detail.append_value(&detail.text);
         }
         None => c.detail.append_null(),
     }

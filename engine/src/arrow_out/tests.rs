@@ -243,10 +243,10 @@ fn exchanges_and_connections() {
 #[test]
 fn message_detail_is_null_when_empty_and_json_otherwise() {
     let mut f = frame(5, 2);
-    f.messages[0].detail = Some(Fields::new());
+    f.messages[0].detail = Some(Fields::new().into());
     let mut d = Fields::new();
     d.set("batch_index", Value::Int(3));
-    f.messages[1].detail = Some(d);
+    f.messages[1].detail = Some(d.into());
     f.status = Status::Malformed;
     let mut set = TableSet::new(TableOptions::default());
     set.frame("c", &f).unwrap();
@@ -254,4 +254,47 @@ fn message_detail_is_null_when_empty_and_json_otherwise() {
     let detail = out[1].1.column_by_name("detail").unwrap().clone();
     assert!(detail.is_null(0));
     assert_eq!(detail.as_string::<i32>().value(1), "{\"batch_index\":3}");
+}
+
+/// Messages sharing one detail (a Kafka batch's records) and messages with their own: each row
+/// has its own message's text, in both frames (the shared text is not carried to the next frame).
+#[test]
+fn shared_message_details_are_written_per_row() {
+    let mut a = Fields::new();
+    a.set("producer_id", Value::Int(7));
+    let a = Rc::new(a);
+    let mut b = Fields::new();
+    b.set("producer_id", Value::Int(8));
+    let b = Rc::new(b);
+    let mut f = frame(5, 4);
+    f.messages[0].detail = Some(Rc::clone(&a));
+    f.messages[1].detail = Some(Rc::clone(&a));
+    f.messages[2].detail = Some(Rc::clone(&b));
+    f.messages[3].detail = Some(Rc::clone(&a));
+    let mut g = frame(6, 2);
+    g.messages[0].detail = None;
+    g.messages[1].detail = Some(Rc::clone(&b));
+    let mut set = TableSet::new(TableOptions::default());
+    set.frame("c", &f).unwrap();
+    set.frame("c", &g).unwrap();
+    let out = all(&mut set);
+    let messages = &out.iter().find(|(t, _)| *t == Table::Messages).unwrap().1;
+    let detail = messages
+        .column_by_name("detail")
+        .unwrap()
+        .as_string::<i32>();
+    let seven = "{\"producer_id\":7}";
+    let eight = "{\"producer_id\":8}";
+    let want = [
+        Some(seven),
+        Some(seven),
+        Some(eight),
+        Some(seven),
+        None,
+        Some(eight),
+    ];
+    let got: Vec<Option<&str>> = (0..detail.len())
+        .map(|i| (!detail.is_null(i)).then(|| detail.value(i)))
+        .collect();
+    assert_eq!(got, want);
 }

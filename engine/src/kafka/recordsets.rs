@@ -9,6 +9,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use super::body::{uuid_string, Field as BField, Value as BValue};
 use super::records::{self, control_type_name, Control, Entry, RecordSet};
@@ -137,9 +138,21 @@ pub fn read_into(
         let value = set_value(&rs);
         if hook.messages {
             let partition = partition.map(|p| p as i32);
+            // Exactly the first record set's messages (most frames carry one), amortized after.
+            if f.messages.is_empty() {
+                f.messages.reserve_exact(rs.messages.len());
+            } else {
+                f.messages.reserve(rs.messages.len());
+            }
+            let mut shared = None;
             for m in rs.messages {
-                f.messages
-                    .push(message(m, hook.direction, topic.clone(), partition));
+                f.messages.push(message(
+                    m,
+                    hook.direction,
+                    topic.clone(),
+                    partition,
+                    &mut shared,
+                ));
             }
             if hook.direction == Direction::Produce {
                 await_offsets(&mut f.messages, first);
@@ -179,21 +192,24 @@ fn bytes(b: &Option<Cow<'_, [u8]>>) -> Value {
     b.as_ref().map_or(Value::Null, |b| Value::Bytes(b.to_vec()))
 }
 
+/// The detail last made, with the batch state it was made of: the records of one batch share
+/// one detail (see [`Message::detail`]).
+type SharedDetail = Option<(records::BatchDetail, Rc<Fields>)>;
+
 fn message(
     m: records::Message<'_>,
     direction: Direction,
     topic: Option<String>,
     partition: Option<i32>,
+    shared: &mut SharedDetail,
 ) -> Message {
-    let detail = m.detail.map(|d| {
-        let mut f = Fields::new();
-        f.set("batch_base_offset", Value::Int(d.batch_base_offset));
-        f.set("producer_id", Value::Int(d.producer_id));
-        f.set("producer_epoch", Value::Int(i64::from(d.producer_epoch)));
-        f.set("base_sequence", Value::Int(i64::from(d.base_sequence)));
-        f.set("transactional", Value::Bool(d.transactional));
-        f.set("magic", Value::Int(2));
-        f
+    let detail = m.detail.map(|d| match shared {
+        Some((last, fields)) if *last == d => Rc::clone(fields),
+        _ => {
+            let fields = Rc::new(detail_fields(&d));
+            *shared = Some((d, Rc::clone(&fields)));
+            fields
+        }
     });
     Message {
         direction: Some(direction),
@@ -215,6 +231,18 @@ fn message(
         detail,
         offset_delta: None,
     }
+}
+
+/// A v2 record's detail, as the Python session writes it.
+fn detail_fields(d: &records::BatchDetail) -> Fields {
+    let mut f = Fields::with_capacity(6);
+    f.push_new("batch_base_offset", Value::Int(d.batch_base_offset));
+    f.push_new("producer_id", Value::Int(d.producer_id));
+    f.push_new("producer_epoch", Value::Int(i64::from(d.producer_epoch)));
+    f.push_new("base_sequence", Value::Int(i64::from(d.base_sequence)));
+    f.push_new("transactional", Value::Bool(d.transactional));
+    f.push_new("magic", Value::Int(2));
+    f
 }
 
 /// An i128 read from varints, as an i64 (values beyond it only come from damaged varints).
@@ -259,56 +287,60 @@ fn compression(c: Option<&str>) -> Value {
 }
 
 fn entry(e: &Entry<'_>) -> Value {
-    let mut d = Fields::new();
+    // Sized for the fields each kind sets (21 at most for a batch, 12 for a legacy message).
+    let mut d = Fields::with_capacity(match e {
+        Entry::V2(_) => 21,
+        Entry::Legacy(_) => 12,
+    });
     let int = Value::Int;
     match e {
         Entry::V2(b) => {
-            d.set("base_offset", int(b.base_offset));
-            d.set("batch_length", int(b.batch_length.into()));
-            d.set(
+            d.push_new("base_offset", int(b.base_offset));
+            d.push_new("batch_length", int(b.batch_length.into()));
+            d.push_new(
                 "partition_leader_epoch",
                 int(b.partition_leader_epoch.into()),
             );
-            d.set("magic", int(b.magic.into()));
-            d.set("crc", int(b.crc.into()));
-            d.set("crc_ok", Value::Bool(b.crc_ok));
-            d.set("attributes", int(b.attributes.into()));
-            d.set("compression", compression(b.compression()));
-            d.set("timestamp_type", ts_type(b.attributes & 8 != 0));
-            d.set("is_transactional", Value::Bool(b.attributes & 16 != 0));
-            d.set("is_control", Value::Bool(b.attributes & 32 != 0));
-            d.set("has_delete_horizon", Value::Bool(b.attributes & 64 != 0));
-            d.set("last_offset_delta", int(b.last_offset_delta.into()));
-            d.set("base_timestamp", int(b.base_timestamp));
-            d.set("max_timestamp", int(b.max_timestamp));
-            d.set("producer_id", int(b.producer_id));
-            d.set("producer_epoch", int(b.producer_epoch.into()));
-            d.set("base_sequence", int(b.base_sequence.into()));
-            d.set("records_count", int(b.records_count.into()));
-            d.set("record_count", int(b.record_count));
+            d.push_new("magic", int(b.magic.into()));
+            d.push_new("crc", int(b.crc.into()));
+            d.push_new("crc_ok", Value::Bool(b.crc_ok));
+            d.push_new("attributes", int(b.attributes.into()));
+            d.push_new("compression", compression(b.compression()));
+            d.push_new("timestamp_type", ts_type(b.attributes & 8 != 0));
+            d.push_new("is_transactional", Value::Bool(b.attributes & 16 != 0));
+            d.push_new("is_control", Value::Bool(b.attributes & 32 != 0));
+            d.push_new("has_delete_horizon", Value::Bool(b.attributes & 64 != 0));
+            d.push_new("last_offset_delta", int(b.last_offset_delta.into()));
+            d.push_new("base_timestamp", int(b.base_timestamp));
+            d.push_new("max_timestamp", int(b.max_timestamp));
+            d.push_new("producer_id", int(b.producer_id));
+            d.push_new("producer_epoch", int(b.producer_epoch.into()));
+            d.push_new("base_sequence", int(b.base_sequence.into()));
+            d.push_new("records_count", int(b.records_count.into()));
+            d.push_new("record_count", int(b.record_count));
             if let Some(cs) = &b.control_records {
-                d.set(
+                d.push_new(
                     "control_records",
                     Value::List(cs.iter().map(control).collect()),
                 );
             }
         }
         Entry::Legacy(m) => {
-            d.set("offset", int(m.offset));
-            d.set("message_size", int(m.message_size));
-            d.set("crc", int(m.crc.into()));
-            d.set("crc_ok", Value::Bool(m.crc_ok));
-            d.set("magic", int(m.magic.into()));
-            d.set("attributes", int(m.attributes.into()));
-            d.set("compression", compression(m.compression()));
-            d.set("record_count", int(m.record_count));
+            d.push_new("offset", int(m.offset));
+            d.push_new("message_size", int(m.message_size));
+            d.push_new("crc", int(m.crc.into()));
+            d.push_new("crc_ok", Value::Bool(m.crc_ok));
+            d.push_new("magic", int(m.magic.into()));
+            d.push_new("attributes", int(m.attributes.into()));
+            d.push_new("compression", compression(m.compression()));
+            d.push_new("record_count", int(m.record_count));
             if let Some((ts, log_append)) = m.timestamp {
-                d.set("timestamp", int(ts));
-                d.set("timestamp_type", ts_type(log_append));
+                d.push_new("timestamp", int(ts));
+                d.push_new("timestamp_type", ts_type(log_append));
             }
             if let Some((n, ok)) = m.inner {
-                d.set("inner_messages", int(n as i64));
-                d.set("inner_crc_ok", Value::Bool(ok));
+                d.push_new("inner_messages", int(n as i64));
+                d.push_new("inner_crc_ok", Value::Bool(ok));
             }
         }
     }

@@ -539,7 +539,7 @@ impl PravegaSession {
                 topic: segment.clone(),
                 offset: Some(n),
                 value: Some(payload),
-                detail: Some(detail),
+                detail: Some(std::rc::Rc::new(detail)),
                 ..Message::default()
             });
         }
@@ -605,7 +605,7 @@ impl PravegaSession {
                 value_size: payload.len() as i64,
                 topic: Some(segment.clone()),
                 value: Some(payload),
-                detail: Some(detail),
+                detail: Some(std::rc::Rc::new(detail)),
                 ..Message::default()
             });
         }

@@ -1417,7 +1417,7 @@ impl PulsarSession {
                 headers: (!headers.is_empty()).then_some(headers),
                 compression: compression.clone(),
                 checksum_ok,
-                detail: Some(detail),
+                detail: Some(std::rc::Rc::new(detail)),
                 ..Message::default()
             });
         }

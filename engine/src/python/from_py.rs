@@ -229,7 +229,7 @@ impl<'py> Converter<'py> {
             detail: if detail.is_none() {
                 None
             } else {
-                Some(self.fields(&detail, 1)?)
+                Some(std::rc::Rc::new(self.fields(&detail, 1)?))
             },
             offset_delta: opt_fit(o, "offset_delta")?,
         })

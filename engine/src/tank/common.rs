@@ -216,7 +216,7 @@ pub fn bundle_messages(
             value: Some(m.value),
             timestamp_ms: m.timestamp_ms.and_then(int64),
             compression: compression.clone(),
-            detail: Some(detail),
+            detail: Some(std::rc::Rc::new(detail)),
             ..Message::default()
         });
     }
