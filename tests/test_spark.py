@@ -66,9 +66,7 @@ def exports(captures: Path, tmp_path_factory: pytest.TempPathFactory, spark) -> 
     # One more capture given as a URI: read through pyarrow's file system, named as typed.
     by_uri = captures / "tank" / "t02-bundles.pcap"
     local = base / "local"
-    tables = TableSet(local, values=True)
-    tables.add_events(dissect([*paths, str(by_uri)], Options()))  # the whole captures, locally
-    local_counts = tables.close()
+    local_counts = _local_export([*paths, str(by_uri)], local)  # the whole captures, locally
     res = _cli(
         ["spark", "export", *paths, by_uri.as_uri(), "-o", str(base / "spark"), "--values", "--shards", "2"]
     )
@@ -82,6 +80,14 @@ def exports(captures: Path, tmp_path_factory: pytest.TempPathFactory, spark) -> 
         "local_counts": local_counts,
         "stderr": res.stderr,
     }
+
+
+def _local_export(paths: list[str], out: Path, values: bool = True) -> dict[str, int]:
+    """The local export of `paths` into `out` (the reference every Spark table is compared with:
+    the rest of the suite checks it against the decodes beside the captures); its row counts."""
+    tables = TableSet(out, values=values)
+    tables.add_events(dissect(paths, Options()))
+    return tables.close()
 
 
 def _cli(args: list[str]):  # noqa: ANN202 - click's Result
@@ -242,9 +248,7 @@ def test_ranges_route_reads_a_compressed_capture_whole(captures: Path, tmp_path:
     gz = tmp_path / f"{path.name}.gz"
     gz.write_bytes(gzip.compress(path.read_bytes()))
     local = tmp_path / "local"
-    tables = TableSet(local, values=True)
-    tables.add_events(dissect([str(path)], Options()))
-    tables.close()
+    _local_export([str(path)], local)
     for given in (path, gz):
         out = tmp_path / f"spark-{given.suffix}"
         res = _cli(
@@ -278,7 +282,6 @@ def test_default_shares_one_large_capture_between_the_cores(
     """Default settings (no --shards): one capture larger than --split-size, alone in the job,
     is shared by both cores of `local[2]`; the rows are the local export's. The capture is
     also given gzip-compressed (read whole by each share), whose rows must be the same."""
-    from wiredump.dissect.pipeline import Options
     from wiredump.spark.export import cores
 
     assert cores(spark.sparkContext) == 2
@@ -286,9 +289,7 @@ def test_default_shares_one_large_capture_between_the_cores(
     gz = tmp_path / f"{path.name}.gz"
     gz.write_bytes(gzip.compress(path.read_bytes()))
     local = tmp_path / "local"
-    tables = TableSet(local, values=True)
-    tables.add_events(dissect([str(path)], Options()))
-    tables.close()
+    _local_export([str(path)], local)
     for given in (path, gz):
         out = tmp_path / f"spark-{given.suffix}"
         res = _cli(["spark", "export", str(given), "-o", str(out), "--values", "--split-size", "1k"])
@@ -587,9 +588,7 @@ def test_spark_read_format_wiredump_gives_the_local_rows(captures: Path, spark, 
     register(spark)
     path = str(captures / "tank" / "t07-errors.pcap")
     local = tmp_path / "local"
-    tables = TableSet(local)
-    tables.add_events(dissect([path]))
-    tables.close()
+    _local_export([path], local, values=False)
     for name in ("frames", "messages"):
         df = spark.read.format("wiredump").option("table", name).load(path)
         got = pa.Table.from_pylist([r.asDict() for r in df.collect()])

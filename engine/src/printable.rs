@@ -164,22 +164,26 @@ pub fn str_repr(s: &str) -> String {
                 out.push('\\');
                 out.push(c);
             }
-            c if !is_printable(c) => {
-                use std::fmt::Write;
-                let n = c as u32;
-                let _ = if n < 0x100 {
-                    write!(out, "\\x{n:02x}")
-                } else if n < 0x10000 {
-                    write!(out, "\\u{n:04x}")
-                } else {
-                    write!(out, "\\U{n:08x}")
-                };
-            }
+            c if !is_printable(c) => push_code_escape(&mut out, c),
             c => out.push(c),
         }
     }
     out.push(quote);
     out
+}
+
+/// A character Python's `repr` would not print as itself, as `repr` writes it: `\xNN` below
+/// U+0100, `\uNNNN` in the BMP, `\UNNNNNNNN` above (also the timeline's `escape`).
+pub fn push_code_escape(out: &mut String, c: char) {
+    use std::fmt::Write;
+    let n = c as u32;
+    let _ = if n < 0x100 {
+        write!(out, "\\x{n:02x}")
+    } else if n < 0x10000 {
+        write!(out, "\\u{n:04x}")
+    } else {
+        write!(out, "\\U{n:08x}")
+    };
 }
 
 #[cfg(test)]

@@ -2,9 +2,10 @@
 //! only what can change later frames: Produce's `acks`, SaslHandshake, and the responses that can
 //! name topic ids. Frames and values here are built by hand from Kafka's layouts.
 
+use super::tests::{frame, stamp};
 use super::*;
 use crate::protocol::SessionOptions;
-use crate::replay::{Replay, Stamp};
+use crate::replay::Replay;
 
 fn replay(observe: bool) -> Replay {
     let mut ctx = ConnCtx::standalone("kafka", 1);
@@ -13,20 +14,6 @@ fn replay(observe: bool) -> Replay {
         ..SessionOptions::default()
     });
     Replay::new(&super::super::Kafka, ctx)
-}
-
-fn stamp(packet: u64) -> Stamp {
-    Stamp {
-        packet,
-        first_packet: packet,
-        ts_us: packet as i64 * 1000,
-    }
-}
-
-fn frame(body: &[u8]) -> Vec<u8> {
-    let mut f = (body.len() as i32).to_be_bytes().to_vec();
-    f.extend_from_slice(body);
-    f
 }
 
 /// Request header v1: key, version, correlation id, client id "c".

@@ -7,7 +7,7 @@ fn replay() -> Replay {
     Replay::new(&super::super::Kafka, ConnCtx::standalone("kafka", 1))
 }
 
-fn stamp(packet: u64) -> Stamp {
+pub(super) fn stamp(packet: u64) -> Stamp {
     Stamp {
         packet,
         first_packet: packet,
@@ -15,7 +15,7 @@ fn stamp(packet: u64) -> Stamp {
     }
 }
 
-fn frame(body: &[u8]) -> Vec<u8> {
+pub(super) fn frame(body: &[u8]) -> Vec<u8> {
     let mut f = (body.len() as i32).to_be_bytes().to_vec();
     f.extend_from_slice(body);
     f

@@ -52,16 +52,7 @@ pub fn escape_into(out: &mut String, s: &str) {
             '\u{c}' => out.push_str("\\f"),
             '\r' => out.push_str("\\r"),
             c if printable(c) => out.push(c),
-            c => {
-                let n = c as u32;
-                let _ = if n < 0x100 {
-                    write!(out, "\\x{n:02x}")
-                } else if n < 0x10000 {
-                    write!(out, "\\u{n:04x}")
-                } else {
-                    write!(out, "\\U{n:08x}")
-                };
-            }
+            c => crate::printable::push_code_escape(out, c),
         }
     }
 }
