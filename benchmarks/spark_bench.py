@@ -274,9 +274,7 @@ def main() -> None:
                     rows.append(
                         (label, size / 2**20, f"{name} / local[1] busiest worker CPU", {"ratio": busy})
                     )
-        print(
-            f"machine: {os.cpu_count()} cores; load: 1-minute load average, mean of start and end"
-        )
+        print(f"machine: {os.cpu_count()} cores; load: 1-minute load average, mean of start and end")
         print(
             f"{'input':<14} {'MB':>7} {'command':<32} {'wall s':>8} {'CPU s':>8} {'driver MB':>10} {'JVM MB':>8} {'worker MB':>10} {'wkr CPU s':>9} {'load':>5}"
         )

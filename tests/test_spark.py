@@ -172,6 +172,19 @@ def test_spark_tables_equal_the_local_tables_row_for_row(exports: dict[str, obje
     ]
 
 
+def _assert_same_as_local(res, out: Path, exports: dict[str, object]) -> list[dict]:  # noqa: ANN001
+    """`spark export` of the `exports` captures into `out` succeeded with the local export's counts
+    and rows, every protocol present, the captures named as given; the `captures` rows."""
+    paths = exports["paths"]
+    assert res.exit_code == 0, res.output
+    assert _counts(res.stderr) == exports["local_counts"]
+    seen = _assert_tables_equal(out, exports["local"], {exports["uri"]: paths[-1]})  # type: ignore[arg-type,dict-item,index]
+    assert {"kafka", "pulsar", "pravega", "tank"} <= seen
+    caps = pq.read_table(out / "captures").to_pylist()
+    assert [c["capture"] for c in caps] == [*paths[:-1], exports["uri"]]  # type: ignore[index,misc]
+    return caps
+
+
 def _assert_tables_equal(spark_dir: Path, local: Path, rename: dict[str, str]) -> set[str]:
     """Every table of a Spark export equals the local one row for row (`rename`: Spark's capture
     names that the local export spells otherwise); returns the protocols seen."""
@@ -197,12 +210,7 @@ def test_shards_equal_the_local_export_row_for_row(exports: dict[str, object], t
     out = tmp_path / "spark"
     paths = exports["paths"]
     res = _cli(["spark", "export", *paths[:-1], exports["uri"], "-o", str(out), "--values", "--shards", "3"])  # type: ignore[index,misc]
-    assert res.exit_code == 0, res.output
-    assert _counts(res.stderr) == exports["local_counts"]
-    seen = _assert_tables_equal(out, exports["local"], {exports["uri"]: paths[-1]})  # type: ignore[arg-type,dict-item,index]
-    assert {"kafka", "pulsar", "pravega", "tank"} <= seen
-    caps = pq.read_table(out / "captures").to_pylist()
-    assert [c["capture"] for c in caps] == [*paths[:-1], exports["uri"]]  # type: ignore[index,misc]
+    caps = _assert_same_as_local(res, out, exports)
     assert {c["status"] for c in caps} == {"ok"} and {c["ranges"] for c in caps} == {3}
 
 
@@ -219,12 +227,7 @@ def test_ranges_route_equals_the_local_export_row_for_row(
     paths = exports["paths"]
     args = [*paths[:-1], exports["uri"], "-o", str(out), "--values", "--route", "ranges"]  # type: ignore[index,misc]
     res = _cli(["spark", "export", *args, "--split-size", "4k", "--shards", shards])
-    assert res.exit_code == 0, res.output
-    assert _counts(res.stderr) == exports["local_counts"]
-    seen = _assert_tables_equal(out, exports["local"], {exports["uri"]: paths[-1]})  # type: ignore[arg-type,dict-item,index]
-    assert {"kafka", "pulsar", "pravega", "tank"} <= seen
-    caps = pq.read_table(out / "captures").to_pylist()
-    assert [c["capture"] for c in caps] == [*paths[:-1], exports["uri"]]  # type: ignore[index,misc]
+    caps = _assert_same_as_local(res, out, exports)
     assert {c["status"] for c in caps} == {"ok"}
     # At most one range per 4 KiB after the file header (fewer where a range holds no boundary
     # or a guess is merged away); the 24-byte empty capture is one range.
