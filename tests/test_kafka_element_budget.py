@@ -14,7 +14,8 @@ import random
 import struct
 from pathlib import Path
 
-from tests.crafted import ETHERNET, Rec, link, tcp, write_pcap
+from tests.crafted import write_pcap
+from tests.test_kafka_trust import conversation
 from wiredump.dissect.limits import Limits
 from wiredump.dissect.model import Frame
 from wiredump.dissect.pipeline import FRAME, Options, dissect
@@ -49,25 +50,7 @@ def response(corr: int, body: bytes) -> bytes:
 
 def capture(path: Path, exchanges: list[tuple[bytes, bytes]]) -> Path:
     """One TCP connection carrying each request and its answer (answers cut in 60,000-byte segments)."""
-    c, s, port = "10.9.0.1", "10.9.0.2", 40000
-    cseq, sseq, t = 1000, 5000, 1_700_000_000_000_000
-    recs = [
-        Rec(link(ETHERNET, tcp(c, s, port, 9092, seq=cseq, ack=0, flags="S")), ts_us=t),
-        Rec(link(ETHERNET, tcp(s, c, 9092, port, seq=sseq, ack=cseq + 1, flags="SA")), ts_us=t + 10),
-        Rec(link(ETHERNET, tcp(c, s, port, 9092, seq=cseq + 1, ack=sseq + 1, flags="A")), ts_us=t + 20),
-    ]
-    cseq, sseq, t = cseq + 1, sseq + 1, t + 1000
-    for req, resp in exchanges:
-        recs.append(Rec(link(ETHERNET, tcp(c, s, port, 9092, seq=cseq, ack=sseq, payload=req)), ts_us=t))
-        cseq += len(req)
-        for at in range(0, len(resp), 60_000):
-            seg = resp[at : at + 60_000]
-            recs.append(
-                Rec(link(ETHERNET, tcp(s, c, 9092, port, seq=sseq, ack=cseq, payload=seg)), ts_us=t + 700)
-            )
-            sseq += len(seg)
-        t += 10_000
-    return write_pcap(path, recs)
+    return write_pcap(path, conversation(exchanges, 40000, 1_700_000_000_000_000, segment=60_000))
 
 
 def responses(path: Path, limits: Limits | None = None) -> list[Frame]:

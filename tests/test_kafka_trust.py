@@ -67,8 +67,11 @@ def decode(path: Path, **options: object) -> Decoded:
     return Decoded(frames, anomalies)
 
 
-def conversation(exchanges: list[tuple[bytes, bytes]], port: int, t0: int) -> list[Rec]:
-    """A whole TCP connection 10.9.0.1:port -> 10.9.0.2:9092: handshake, then each request and its answer."""
+def conversation(
+    exchanges: list[tuple[bytes, bytes]], port: int, t0: int, segment: int | None = None
+) -> list[Rec]:
+    """A whole TCP connection 10.9.0.1:port -> 10.9.0.2:9092: handshake, then each request and its
+    answer (in segments of at most `segment` bytes when given, else one segment each)."""
     c, s = "10.9.0.1", "10.9.0.2"
     cseq, sseq = 1000, 5000
     recs = [
@@ -80,10 +83,14 @@ def conversation(exchanges: list[tuple[bytes, bytes]], port: int, t0: int) -> li
     for req, resp in exchanges:
         recs.append(Rec(link(ETHERNET, tcp(c, s, port, 9092, seq=cseq, ack=sseq, payload=req)), ts_us=t))
         cseq += len(req)
-        recs.append(
-            Rec(link(ETHERNET, tcp(s, c, 9092, port, seq=sseq, ack=cseq, payload=resp)), ts_us=t + 700)
+        pieces = (
+            [resp] if segment is None else [resp[at : at + segment] for at in range(0, len(resp), segment)]
         )
-        sseq += len(resp)
+        for seg in pieces:
+            recs.append(
+                Rec(link(ETHERNET, tcp(s, c, 9092, port, seq=sseq, ack=cseq, payload=seg)), ts_us=t + 700)
+            )
+            sseq += len(seg)
         t += 10_000
     return recs
 

@@ -90,6 +90,16 @@ def _local_export(paths: list[str], out: Path, values: bool = True) -> dict[str,
     return tables.close()
 
 
+def _gzip_copy_and_local_export(path: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """`path` gzip-compressed beside it in `tmp_path` (a capture Spark must read whole), and the
+    local export of `path` (the reference both are compared with)."""
+    gz = tmp_path / f"{path.name}.gz"
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    local = tmp_path / "local"
+    _local_export([str(path)], local)
+    return gz, local
+
+
 def _cli(args: list[str]):  # noqa: ANN202 - click's Result
     """The command line in this process: the command finds the module's session."""
     from typer.testing import CliRunner
@@ -248,10 +258,7 @@ def test_ranges_route_reads_a_compressed_capture_whole(captures: Path, tmp_path:
     """A gzip-compressed capture cannot be cut: it is one range, beside the same capture
     uncompressed cut into many; both give the local export's rows."""
     path = captures / PICKS["kafka"]
-    gz = tmp_path / f"{path.name}.gz"
-    gz.write_bytes(gzip.compress(path.read_bytes()))
-    local = tmp_path / "local"
-    _local_export([str(path)], local)
+    gz, local = _gzip_copy_and_local_export(path, tmp_path)
     for given in (path, gz):
         out = tmp_path / f"spark-{given.suffix}"
         res = _cli(
@@ -289,10 +296,7 @@ def test_default_shares_one_large_capture_between_the_cores(
 
     assert cores(spark.sparkContext) == 2
     path = captures / PICKS[pick]
-    gz = tmp_path / f"{path.name}.gz"
-    gz.write_bytes(gzip.compress(path.read_bytes()))
-    local = tmp_path / "local"
-    _local_export([str(path)], local)
+    gz, local = _gzip_copy_and_local_export(path, tmp_path)
     for given in (path, gz):
         out = tmp_path / f"spark-{given.suffix}"
         res = _cli(["spark", "export", str(given), "-o", str(out), "--values", "--split-size", "1k"])
