@@ -2,14 +2,18 @@
 //! the server, and driven through the session as the framer would — frame_length on the
 //! buffered bytes, resync when they are not a frame, decode of every whole frame, decode of the
 //! cut rest (`complete = false`), then close. Any panic is a finding; every span must lie inside
-//! its frame.
+//! its frame. When the first byte's top bit is set the session *observes* (a Spark share's view
+//! of a connection another share decodes: `SessionOptions::observe`, which reads Produce's acks
+//! without walking the body and only the responses that can teach topic names), so both paths are
+//! fuzzed from the same inputs.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use std::rc::Rc;
 use wiredump_engine::kafka::Kafka;
 use wiredump_engine::model::{Fields, Role, Value};
-use wiredump_engine::protocol::{ConnCtx, FrameLen};
+use wiredump_engine::protocol::{ConnCtx, FrameLen, SessionOptions};
 use wiredump_engine::replay::{Replay, Stamp};
 
 fn spans_inside(f: &Fields, len: u64) {
@@ -71,7 +75,14 @@ fn drive(r: &mut Replay, buf: &mut Vec<u8>, role: Role, packet: u64) {
 
 fuzz_target!(|data: &[u8]| {
     let kafka = Kafka;
-    let mut r = Replay::new(&kafka, ConnCtx::standalone("kafka", 1));
+    let mut ctx = ConnCtx::standalone("kafka", 1);
+    if data.first().is_some_and(|b| b & 0x80 != 0) {
+        ctx.options = Rc::new(SessionOptions {
+            observe: true,
+            ..SessionOptions::default()
+        });
+    }
+    let mut r = Replay::new(&kafka, ctx);
     let mut bufs = [Vec::new(), Vec::new()];
     let mut pos = 0;
     let mut packet = 0;
