@@ -77,6 +77,8 @@ pub struct Options {
     pub keep_bytes: bool,
     pub show_secrets: bool,
     pub messages: bool,
+    /// Keep frames' field trees (see [`SessionOptions::detail`]).
+    pub detail: bool,
     pub hold_frames: usize,
     pub hold_bytes: u64,
     pub hold_us: i64,
@@ -95,6 +97,7 @@ impl Default for Options {
             keep_bytes: false,
             show_secrets: false,
             messages: true,
+            detail: true,
             hold_frames: 4096,
             hold_bytes: 8 << 20,
             hold_us: 120_000_000,
@@ -359,6 +362,7 @@ impl Capture {
         let session_opts = SessionOptions {
             show_secrets: opts.show_secrets,
             messages: opts.messages,
+            detail: opts.detail,
             observe: false,
         };
         let observe_opts = SessionOptions {

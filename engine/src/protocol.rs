@@ -40,6 +40,11 @@ pub struct SessionOptions {
     /// Decode every application message; sinks that need only frames turn it off, and
     /// decoders may then count messages from their headers (checksums are still verified).
     pub messages: bool,
+    /// Keep each frame's decoded field tree (`Frame::fields`) and `partitions`. Sinks that read
+    /// only a frame's columns and summary (the plain timeline) turn it off, and decoders may then
+    /// skip converting the body they walked into fields: the summary, status, error and anomalies
+    /// are the same either way.
+    pub detail: bool,
     /// Framing a connection another worker decodes: learn run state, return no frames
     /// (see [`Protocol::shares_run_state`]).
     pub observe: bool,
@@ -50,6 +55,7 @@ impl Default for SessionOptions {
         SessionOptions {
             show_secrets: false,
             messages: true,
+            detail: true,
             observe: false,
         }
     }

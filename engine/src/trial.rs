@@ -96,6 +96,7 @@ fn scratch_context(protocol: &'static str) -> ConnCtx {
         options: Rc::new(SessionOptions {
             show_secrets: false,
             messages: false,
+            detail: true,
             observe: false,
         }),
         run_state: Rc::new(RefCell::new(RunState::default())),

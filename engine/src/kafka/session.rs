@@ -115,6 +115,8 @@ pub struct KafkaSession {
     show_secrets: bool,
     /// False when no sink reads the records: records are checked, no messages made.
     messages: bool,
+    /// Convert walked bodies into `Frame::fields` (see [`SessionOptions::detail`]).
+    detail: bool,
     /// Framing a connection another worker decodes: the state is kept exactly as when
     /// decoding; records are not read and no frame is returned.
     observe: bool,
@@ -152,6 +154,7 @@ impl KafkaSession {
             last_seen: None,
             show_secrets: ctx.options.show_secrets,
             messages: ctx.options.messages,
+            detail: ctx.options.detail,
             observe: ctx.options.observe,
             synced: [false, false],
             raw_auth: None,
@@ -168,6 +171,22 @@ impl KafkaSession {
     fn with_topics<T>(&self, f: impl FnOnce(&mut TopicNames) -> T) -> T {
         let mut rs = self.run_state.borrow_mut();
         f(rs.entry::<TopicNames>(RUN_KEY))
+    }
+
+    /// Sets the frame's `body` field to the walked tree and its partitions from it. Not called
+    /// for an observer's frames (never returned) nor, with `detail` off, for frames whose fields
+    /// no sink reads.
+    fn keep_body(
+        &self,
+        f: &mut Frame,
+        api_key: i16,
+        response: bool,
+        tree: &[BField<'_>],
+        sets: &mut recordsets::Decoded,
+    ) {
+        let converted = fields::convert(tree, sets);
+        f.fields.set("body", Value::Map(converted));
+        self.partitions(f, api_key, response);
     }
 
     /// The topics/partitions the frame's decoded body names, topic ids named through the run
@@ -683,11 +702,9 @@ impl KafkaSession {
             let tree = b.usable.then_some(b.tree.as_slice());
             f.summary = self.summarize(&f, tree, &b.sets);
         }
-        if !self.observe {
-            // An observer's frames are never returned: its bodies are not converted.
-            let converted = fields::convert(&b.tree, &mut b.sets);
-            f.fields.set("body", Value::Map(converted));
-            self.partitions(&mut f, api_key, false);
+        // JoinGroup/SyncGroup responses read their request's `protocol_type` from its body.
+        if !self.observe && (self.detail || api_key == 11 || api_key == 14) {
+            self.keep_body(&mut f, api_key, false, &b.tree, &mut b.sets);
         }
         let f = f.shared();
         ctx.correlator.request(&f, key, !acks0);
@@ -1152,11 +1169,8 @@ impl KafkaSession {
             let tree = b.usable.then_some(b.tree.as_slice());
             f.summary = self.summarize(f, tree, &b.sets);
         }
-        if !self.observe {
-            // An observer's frames are never returned: its bodies are not converted.
-            let converted = fields::convert(&b.tree, &mut b.sets);
-            f.fields.set("body", Value::Map(converted));
-            self.partitions(f, api_key, true);
+        if !self.observe && self.detail {
+            self.keep_body(f, api_key, true, &b.tree, &mut b.sets);
         }
     }
 
@@ -1240,11 +1254,8 @@ impl KafkaSession {
         }
         let tree = b.usable.then_some(b.tree.as_slice());
         f.summary = self.summarize(f, tree, &b.sets) + " (no request; layout guessed)";
-        if !self.observe {
-            // An observer's frames are never returned: its bodies are not converted.
-            let converted = fields::convert(&b.tree, &mut b.sets);
-            f.fields.set("body", Value::Map(converted));
-            self.partitions(f, key, true);
+        if !self.observe && self.detail {
+            self.keep_body(f, key, true, &b.tree, &mut b.sets);
         }
     }
 }

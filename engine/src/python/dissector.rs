@@ -36,6 +36,10 @@ fn read_options(py_opts: &Bound<'_, PyAny>) -> PyResult<(Options, Option<Vec<Str
     o.keep_bytes = py_opts.getattr("keep_bytes")?.extract()?;
     o.show_secrets = py_opts.getattr("show_secrets")?.extract()?;
     o.messages = py_opts.getattr("messages")?.extract()?;
+    o.detail = match py_opts.getattr("detail") {
+        Ok(v) => v.extract()?,
+        Err(_) => true,
+    };
     o.hold_frames = py_opts.getattr("hold_frames")?.extract()?;
     o.hold_bytes = py_opts.getattr("hold_bytes")?.extract()?;
     o.hold_us = py_opts.getattr("hold_us")?.extract()?;
