@@ -212,6 +212,8 @@ struct Ctx<'l, 'a> {
     prior_entries: i64,
     /// Per problem kind: problems found, and the index in `problems` of its entry past the cap.
     kinds: Vec<(&'static str, u64, Option<usize>)>,
+    /// Make v2 records into `messages` (see [`decode_record_set_listing`]).
+    keep_messages: bool,
 }
 
 impl Ctx<'_, '_> {
@@ -385,13 +387,26 @@ pub fn decode_record_set_after<'a>(
     prior_records: u64,
     prior_controls: u64,
 ) -> RecordSet<'a> {
-    decode_record_set_listing(data, partial_ok, limits, prior_records, prior_controls, 0)
+    decode_record_set_listing(
+        data,
+        partial_ok,
+        limits,
+        prior_records,
+        prior_controls,
+        0,
+        true,
+    )
 }
 
 /// [`decode_record_set_after`] when the frame's earlier record sets also read `prior_entries`
 /// batches and legacy messages: a frame lists at most `Limits::max_batches` of them in its
 /// fields (an empty batch is 61 bytes: a 100 MiB set holds 1.7M); the rest are read, checked
 /// and counted (`unlisted`, a `batch_limit` note).
+///
+/// `keep_messages` false (no sink reads the messages): a v2 batch's records are read, checked
+/// and counted exactly as with it, but not made into `messages` (their keys, values and headers
+/// are not copied out). Legacy message sets count their records by making them, so they always
+/// do.
 pub fn decode_record_set_listing<'a>(
     data: &'a [u8],
     partial_ok: bool,
@@ -399,8 +414,10 @@ pub fn decode_record_set_listing<'a>(
     prior_records: u64,
     prior_controls: u64,
     prior_entries: u64,
+    keep_messages: bool,
 ) -> RecordSet<'a> {
     let mut cx = Ctx {
+        keep_messages,
         limits,
         partial_ok,
         base: 0,
@@ -666,6 +683,9 @@ fn batch_v2<'a>(
     // Control records are not messages, but the frame keeps at most max_messages of them too.
     let control_room = cx.limits.max_messages as i64 - cx.controls_so_far();
     let mut controls = Vec::new();
+    // Keys, values and headers are copied out only for what is kept: messages (when a sink reads
+    // them) and control records (their dicts are the batch's fields).
+    let want = cx.keep_messages || control;
     let mut p = p0 as i128;
     let mut n = 0usize;
     let mut run = || -> Result<(), RecErr> {
@@ -697,17 +717,17 @@ fn batch_v2<'a>(
                 klen = var(rb, &mut p)?;
             }
             let key = if klen >= 0 {
-                let k = mk(p, p + klen);
+                let k = want.then(|| mk(p, p + klen));
                 p += klen;
-                Some(k)
+                k
             } else {
                 None
             };
             let vlen = var(rb, &mut p)?;
             let value = if vlen >= 0 {
-                let v = mk(p, p + vlen);
+                let v = want.then(|| mk(p, p + vlen));
                 p += vlen;
-                Some(v)
+                v
             } else {
                 None
             };
@@ -723,7 +743,7 @@ fn batch_v2<'a>(
                             p,
                         ));
                     }
-                    let mut hs = Vec::with_capacity(hcount as usize);
+                    let mut hs = Vec::with_capacity(if want { hcount as usize } else { 0 });
                     for _ in 0..hcount {
                         let (hk, np) = varint(rb, p)?;
                         p = np;
@@ -734,18 +754,17 @@ fn batch_v2<'a>(
                             ));
                         }
                         let (a, z) = clamp(rb.len(), p, p + hk);
-                        let hkey = String::from_utf8_lossy(&rb[a..z]).into_owned();
+                        let hkey = want.then(|| String::from_utf8_lossy(&rb[a..z]).into_owned());
                         p += hk;
                         let (hv, np) = varint(rb, p)?;
                         p = np;
-                        if hv >= 0 {
-                            hs.push((hkey, Some(mk(p, p + hv))));
-                            p += hv;
-                        } else {
-                            hs.push((hkey, None));
+                        let hval = (want && hv >= 0).then(|| mk(p, p + hv));
+                        p += hv.max(0);
+                        if let Some(hkey) = hkey {
+                            hs.push((hkey, hval));
                         }
                     }
-                    headers = Some(hs);
+                    headers = want.then_some(hs);
                 }
             }
             if p != rec_end {
@@ -760,8 +779,8 @@ fn batch_v2<'a>(
                 }
                 continue;
             }
-            if (i as i64) >= room {
-                continue; // past the frame's cap: read and checked, not kept
+            if (i as i64) >= room || !want {
+                continue; // past the frame's cap, or no sink reads it: read and checked
             }
             cx.messages.push(Message {
                 value_size: vlen.max(0),
@@ -1133,6 +1152,7 @@ fn legacy_inner<'a>(
         counted: 0,
         prior_entries: 0,
         kinds: Vec::new(),
+        keep_messages: true,
     };
     let mut msgs: Vec<Message<'_>> = Vec::new();
     let e = legacy(

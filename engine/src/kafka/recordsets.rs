@@ -75,6 +75,9 @@ pub struct Hook<'s> {
     pub partial_ok: bool,
     /// Make messages (false when no sink reads them: records are still read and checked).
     pub messages: bool,
+    /// Describe each record set for the field tree (false when the frame's fields are not kept:
+    /// only its record count is then read, for the summary).
+    pub detail: bool,
     pub names: &'s TopicNames,
 }
 
@@ -102,7 +105,6 @@ pub fn read_into(
         let Some(bytes) = data.get(l.start..l.end) else {
             continue;
         };
-        let topic = topic_of(&l, hook.names);
         let partition = l.partition;
         let first = f.messages.len();
         // The frame's caps span its record sets: records kept and control dicts kept so far.
@@ -113,8 +115,13 @@ pub fn read_into(
             stats.records(),
             stats.count("control_records"),
             stats.count("batches") + stats.count("messages"),
+            hook.messages,
         );
-        let place = match &topic {
+        // The topic names messages and problems; most record sets have neither to name.
+        let topic = (hook.messages || !rs.problems.is_empty())
+            .then(|| topic_of(&l, hook.names))
+            .flatten();
+        let place = || match &topic {
             Some(t) => format!("{t}[{}]", py_opt(partition)),
             None => format!("partition {}", py_opt(partition)),
         };
@@ -124,7 +131,7 @@ pub fn read_into(
                 f.note_more(Cow::Borrowed(p.kind), p.more, at);
                 continue;
             }
-            let detail = format!("{place}: {}", p.detail);
+            let detail = format!("{}: {}", place(), p.detail);
             match p.status {
                 Some(s) => f.flag(status_of(s), p.kind, detail, at),
                 None => f.add(crate::model::Anomaly::new(p.kind, detail).at(at)),
@@ -135,7 +142,11 @@ pub fn read_into(
         }
         f.messages_counted += rs.counted;
         let count = rs.record_count;
-        let value = set_value(&rs);
+        let value = if hook.detail {
+            set_value(&rs)
+        } else {
+            Value::Null
+        };
         if hook.messages {
             let partition = partition.map(|p| p as i32);
             // Exactly the first record set's messages (most frames carry one), amortized after.

@@ -780,6 +780,7 @@ impl KafkaSession {
                 direction,
                 partial_ok: response,
                 messages: self.messages,
+                detail: self.detail,
                 names,
             };
             recordsets::read_into(
