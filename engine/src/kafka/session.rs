@@ -568,7 +568,7 @@ impl KafkaSession {
         f.version = Some(i32::from(version));
         f.correlation_id = Some(i64::from(corr));
         f.context = Some(Box::new(RequestKey { api_key, version }));
-        let mut head = Fields::new();
+        let mut head = Fields::with_capacity(5); // key, version, id, client id, tags
         head.set_span("api_key", Value::Int(api_key.into()), Some(Span::new(4, 6)));
         head.set_span(
             "api_version",
@@ -621,7 +621,9 @@ impl KafkaSession {
                 None
             }
         };
-        f.fields.set("header", Value::Map(head));
+        if self.detail {
+            f.fields.set("header", Value::Map(head));
+        }
         let Some(name) = name else {
             f.flag(
                 Status::UnknownType,
@@ -695,7 +697,7 @@ impl KafkaSession {
                 self.sasl_authenticate(&mut b.tree);
             }
         }
-        if !stats.is_empty() {
+        if self.detail && !stats.is_empty() {
             f.fields.set("record_stats", stats.value());
         }
         if !self.observe {
@@ -944,13 +946,15 @@ impl KafkaSession {
         }
         let corr = i32_at(data, 4).unwrap_or(-1);
         f.correlation_id = Some(i64::from(corr));
-        let mut head = Fields::new();
-        head.set_span(
-            "correlation_id",
-            Value::Int(corr.into()),
-            Some(Span::new(4, 8)),
-        );
-        f.fields.set("header", Value::Map(head));
+        if self.detail {
+            let mut head = Fields::new();
+            head.set_span(
+                "correlation_id",
+                Value::Int(corr.into()),
+                Some(Span::new(4, 8)),
+            );
+            f.fields.set("header", Value::Map(head));
+        }
         let fref = f.shared();
         let key = Key::Int(corr.into());
         let req = if peek(ctx, corr).is_none() && self.acks0.contains(corr) {
@@ -1134,7 +1138,7 @@ impl KafkaSession {
                 &mut stats,
             );
         }
-        if !stats.is_empty() {
+        if self.detail && !stats.is_empty() {
             f.fields.set("record_stats", stats.value());
         }
         if b.usable {
@@ -1250,7 +1254,7 @@ impl KafkaSession {
             true,
             &mut stats,
         );
-        if !stats.is_empty() {
+        if self.detail && !stats.is_empty() {
             f.fields.set("record_stats", stats.value());
         }
         let tree = b.usable.then_some(b.tree.as_slice());

@@ -88,7 +88,7 @@ pub fn py_repr(v: &Value<'_>) -> String {
     match v {
         Value::Null => "None".into(),
         Value::Bool(b) => if *b { "True" } else { "False" }.into(),
-        Value::Int(i) => i.to_string(),
+        Value::Int(i) => itoa::Buffer::new().format(*i).to_owned(),
         Value::Float(f) => float_repr(*f),
         Value::Str(s) => str_repr(s),
         Value::Masked(n) => str_repr(&format!("<{n} bytes masked>")),
@@ -162,7 +162,9 @@ fn strip(s: &str) -> String {
 
 pub fn human_bytes(n: i64) -> String {
     if n < 1024 {
-        return format!("{n} B");
+        let mut s = itoa::Buffer::new().format(n).to_owned();
+        s.push_str(" B");
+        return s;
     }
     let mut x = n as f64;
     for unit in ["KB", "MB", "GB"] {
@@ -175,11 +177,14 @@ pub fn human_bytes(n: i64) -> String {
 }
 
 fn plural(count: usize, noun: &str) -> String {
-    if count == 1 {
-        format!("{count} {noun}")
-    } else {
-        format!("{count} {noun}s")
+    let mut s = String::with_capacity(noun.len() + 8);
+    s.push_str(itoa::Buffer::new().format(count));
+    s.push(' ');
+    s.push_str(noun);
+    if count != 1 {
+        s.push('s');
     }
+    s
 }
 
 fn join(items: &[String]) -> String {
@@ -252,15 +257,20 @@ fn records_line(
                 }
                 _ => 0,
             };
+            // `{name}[{idx}]`, then ` {n} record(s)` when it has any; pushed, not formatted:
+            // most frames carry one of these.
+            let mut item = String::with_capacity(name.len() + idx.len() + 16);
+            item.push_str(&name);
+            item.push('[');
+            item.push_str(&idx);
+            item.push(']');
             if n != 0 {
                 total += n;
-                items.push(format!(
-                    "{name}[{idx}] {n} record{}",
-                    if n == 1 { "" } else { "s" }
-                ));
-            } else {
-                items.push(format!("{name}[{idx}]"));
+                item.push(' ');
+                item.push_str(itoa::Buffer::new().format(n));
+                item.push_str(if n == 1 { " record" } else { " records" });
             }
+            items.push(item);
         }
     }
     (items, total, size)
@@ -274,21 +284,23 @@ fn produce(body: Fields<'_, '_>, is_req: bool, cx: &Context<'_>) -> Option<Strin
         } else {
             format!("{}; {}", join(&items), plural(total as usize, "record"))
         };
-        return Some(strip(&format!(
-            "{line} {} acks={}",
-            human_bytes(size),
-            show(body, "acks")
-        )));
+        let mut s = line;
+        s.push(' ');
+        s.push_str(&human_bytes(size));
+        s.push_str(" acks=");
+        s.push_str(&show(body, "acks"));
+        return Some(strip(&s));
     }
     let mut parts = Vec::new();
     for t in list(body, "responses") {
         let name = topic_name(t, cx);
         for p in list(t, "partition_responses") {
-            parts.push(format!(
-                "{name}[{}]@{}",
-                show(p, "index"),
-                show(p, "base_offset")
-            ));
+            let mut part = name.clone();
+            part.push('[');
+            part.push_str(&show(p, "index"));
+            part.push_str("]@");
+            part.push_str(&show(p, "base_offset"));
+            parts.push(part);
         }
     }
     Some(join(&parts))
@@ -315,12 +327,11 @@ fn fetch(body: Fields<'_, '_>, is_req: bool, cx: &Context<'_>) -> Option<String>
         });
     }
     let (items, total, size) = records_line(body, "responses", "partitions", cx);
-    let mut s = format!(
-        "{}, {} {}",
-        plural(items.len(), "partition"),
-        plural(total as usize, "record"),
-        human_bytes(size)
-    );
+    let mut s = plural(items.len(), "partition");
+    s.push_str(", ");
+    s.push_str(&plural(total as usize, "record"));
+    s.push(' ');
+    s.push_str(&human_bytes(size));
     if !items.is_empty() && items.len() <= MAX_ITEMS {
         s.push_str(": ");
         s.push_str(&join(&items));

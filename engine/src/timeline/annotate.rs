@@ -57,13 +57,14 @@ pub enum Event {
     FrameAnomaly {
         packet: u64,
     },
-    /// An anomaly without a frame.
-    Anomaly(Anomaly),
+    /// An anomaly without a frame. Boxed, as the capture's end: items are moved through
+    /// several stages per line, and these rare events would otherwise size every item.
+    Anomaly(Box<Anomaly>),
     Exchange,
     Connection {
         server_port: u16,
     },
-    CaptureEnd(CaptureEnd),
+    CaptureEnd(Box<CaptureEnd>),
 }
 
 /// An event with its verdict and stream mark (`source.Item`).

@@ -23,7 +23,10 @@ use std::fmt::Write;
 
 use annotate::{Annotator, Event, Item, Reorder, Verdict};
 use notes::CaptureNotes;
-use text::{escape_into, is_printable_str, push_latency, push_right, Clock, TimeMode};
+use text::{
+    escape_into, is_printable_str, push_int, push_int_right, push_latency, push_right, Clock,
+    TimeMode,
+};
 
 use crate::model::{ExchangeStatus, Frame, Role, Status};
 use crate::pipeline::Record;
@@ -219,7 +222,9 @@ impl Timeline {
                         .push(Event::FrameAnomaly { packet }, &mut released);
                 }
             }
-            Record::Anomaly(a) => self.annotate.push(Event::Anomaly(a), &mut released),
+            Record::Anomaly(a) => self
+                .annotate
+                .push(Event::Anomaly(Box::new(a)), &mut released),
             Record::Exchange(e) => {
                 let settles = matches!(
                     e.status,
@@ -240,7 +245,8 @@ impl Timeline {
                 &mut released,
             ),
             Record::CaptureEnd(e) => {
-                self.annotate.push(Event::CaptureEnd(e), &mut released);
+                self.annotate
+                    .push(Event::CaptureEnd(Box::new(e)), &mut released);
             }
         }
         self.pass(&mut released);
@@ -324,7 +330,8 @@ impl Timeline {
                         .format(&mut time, self.times.get(a.packet), false);
                     let start = self.out.len();
                     let line = &mut self.out;
-                    let _ = write!(line, "{:>6} ", a.packet);
+                    push_int_right(line, a.packet, 6);
+                    line.push(' ');
                     push_right(line, &time, 10);
                     line.push(' ');
                     let place = a.stream.map(|s| format!("{s:>3}")).unwrap_or_default();
@@ -384,7 +391,9 @@ pub struct FrameLine {
 impl FrameLine {
     pub fn new(f: &Frame) -> FrameLine {
         let mut out = String::with_capacity(112 + f.summary.len());
-        let _ = write!(out, " {:>3} ", f.stream);
+        out.push(' ');
+        push_int_right(&mut out, f.stream, 3);
+        out.push(' ');
         let (near, far) = match f.role {
             Role::Client => ((&f.src, f.src_port), (&f.dst, f.dst_port)),
             Role::Server => ((&f.dst, f.dst_port), (&f.src, f.src_port)),
@@ -396,22 +405,32 @@ impl FrameLine {
             " ← "
         });
         push_endpoint(&mut out, far.0, far.1);
-        let _ = write!(out, " {:<7} ", f.protocol);
+        out.push(' ');
+        out.push_str(f.protocol);
+        for _ in f.protocol.chars().count()..7 {
+            out.push(' '); // `{:<7}`
+        }
+        out.push(' ');
         escape_into(&mut out, &f.type_);
         if let Some(v) = f.version {
-            let _ = write!(out, " v{v}");
+            out.push_str(" v");
+            push_int(&mut out, v);
         }
         if let Some(id) = f.correlation_id {
-            let _ = write!(out, " id={id}");
+            out.push_str(" id=");
+            push_int(&mut out, id);
         }
         if let Some(peer) = f.peer_packet {
             match f.latency_us {
                 Some(us) => {
-                    let _ = write!(out, " ← #{peer} ");
+                    out.push_str(" ← #");
+                    push_int(&mut out, peer);
+                    out.push(' ');
                     push_latency(&mut out, us);
                 }
                 None => {
-                    let _ = write!(out, " → #{peer}");
+                    out.push_str(" → #");
+                    push_int(&mut out, peer);
                 }
             }
         }
@@ -464,7 +483,8 @@ impl FrameLine {
     /// The whole line (no newline): packet, `time`, the frame's text, its badges with the
     /// verdict and the stream break, the summary.
     pub fn write(&self, out: &mut String, time: &str, reply: Option<&str>, after: Option<&str>) {
-        let _ = write!(out, "{:>6} ", self.packet);
+        push_int_right(out, self.packet, 6);
+        out.push(' ');
         push_right(out, time, 10);
         out.push_str(&self.text[..self.badges_at]);
         let own = &self.text[self.badges_at..self.summary_at];
@@ -491,10 +511,14 @@ impl FrameLine {
 /// `endpoint` (render.py): `10.0.0.1:9092`, an IPv6 address in brackets.
 fn push_endpoint(out: &mut String, host: &str, port: u16) {
     if host.contains(':') {
-        let _ = write!(out, "[{host}]:{port}");
+        out.push('[');
+        out.push_str(host);
+        out.push(']');
     } else {
-        let _ = write!(out, "{host}:{port}");
+        out.push_str(host);
     }
+    out.push(':');
+    push_int(out, port);
 }
 
 #[cfg(test)]

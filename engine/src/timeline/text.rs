@@ -121,11 +121,41 @@ pub struct Clock {
 
 /// `{d // 1_000_000}.{d % 1_000_000:06d}` for d ≥ 0, else `-{-d / 1e6:.6f}` (render.py).
 fn push_seconds(out: &mut String, d: i64) {
-    let _ = if d >= 0 {
-        write!(out, "{}.{:06}", d / 1_000_000, d % 1_000_000)
+    if d >= 0 {
+        push_int(out, d / 1_000_000);
+        out.push('.');
+        push_int_zeros(out, d % 1_000_000, 6);
     } else {
-        write!(out, "-{:.6}", -(d as f64) / 1e6)
-    };
+        let _ = write!(out, "-{:.6}", -(d as f64) / 1e6);
+    }
+}
+
+/// Appends `n` in decimal (`f"{n}"`), without `core::fmt`'s machinery: a line has several.
+#[inline]
+pub fn push_int(out: &mut String, n: impl itoa::Integer) {
+    out.push_str(itoa::Buffer::new().format(n));
+}
+
+/// Appends `n` right-aligned in `width` characters (`f"{n:>width}"`).
+#[inline]
+pub fn push_int_right(out: &mut String, n: impl itoa::Integer, width: usize) {
+    let mut buf = itoa::Buffer::new();
+    let s = buf.format(n);
+    for _ in s.len()..width {
+        out.push(' ');
+    }
+    out.push_str(s);
+}
+
+/// Appends `n` ≥ 0 zero-padded to `width` digits (`f"{n:0width}"`).
+#[inline]
+fn push_int_zeros(out: &mut String, n: i64, width: usize) {
+    let mut buf = itoa::Buffer::new();
+    let s = buf.format(n);
+    for _ in s.len()..width {
+        out.push('0');
+    }
+    out.push_str(s);
 }
 
 /// Days since 1970-01-01 as (year, month, day) in the proleptic Gregorian calendar (Howard
@@ -254,6 +284,16 @@ mod tests {
     }
 
     #[test]
+    fn integers_as_python_formats_them() {
+        let mut s = String::new();
+        push_int_right(&mut s, 42u64, 6); // f"{42:>6}"
+        push_int_right(&mut s, 1234567u64, 6); // wider than the field: as is
+        push_int(&mut s, -3i64);
+        push_int_right(&mut s, 7u64, 3);
+        assert_eq!(s, "    421234567-3  7");
+    }
+
+    #[test]
     fn clock_formats() {
         let ts = 1_700_000_000_123_456; // 2023-11-14 22:13:20.123456 UTC
         let fmt = |mode, ts, base: Option<i64>| {
@@ -272,6 +312,12 @@ mod tests {
             "-1.500000"
         );
         assert_eq!(fmt(TimeMode::Relative, Some(ts), None), "0.000000");
+        // Microseconds zero-padded to six digits, seconds as they are.
+        assert_eq!(fmt(TimeMode::Relative, Some(ts), Some(ts - 7)), "0.000007");
+        assert_eq!(
+            fmt(TimeMode::Relative, Some(ts), Some(ts - 123_040_500)),
+            "123.040500"
+        );
         assert_eq!(fmt(TimeMode::Epoch, Some(ts), None), "1700000000.123456");
         assert_eq!(fmt(TimeMode::Absolute, Some(ts), None), "22:13:20.123456");
         assert_eq!(
