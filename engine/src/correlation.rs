@@ -90,7 +90,7 @@ pub struct Correlator {
     pub max_pending: usize,
     /// Pending requests per key, oldest first; `order` keeps keys in first-insertion order
     /// (Python's OrderedDict) so that the oldest request is the one evicted.
-    pending: HashMap<Key, VecDeque<FrameRef>>,
+    pending: HashMap<Key, VecDeque<FrameRef>, ahash::RandomState>,
     order: VecDeque<Key>,
     count: usize,
     done: Vec<(Done, Option<FrameRef>, Option<FrameRef>)>,
@@ -105,7 +105,7 @@ impl Correlator {
             stream,
             protocol,
             max_pending,
-            pending: HashMap::new(),
+            pending: HashMap::default(),
             order: VecDeque::new(),
             count: 0,
             done: Vec::new(),

@@ -173,7 +173,7 @@ impl Output for Queues {
 /// (the release barrier is asked for on every packet; Python takes `min` of a dict).
 #[derive(Default)]
 struct Waiting {
-    by_stream: HashMap<u64, u64>,
+    by_stream: HashMap<u64, u64, ahash::RandomState>,
     ordered: BTreeSet<(u64, u64)>,
 }
 
@@ -207,7 +207,7 @@ impl Waiting {
 #[derive(Default)]
 struct Holding {
     seq: u64,
-    by_stream: HashMap<u64, (u64, i64)>,
+    by_stream: HashMap<u64, (u64, i64), ahash::RandomState>,
     in_order: BTreeMap<u64, u64>,
     by_time: BTreeSet<(i64, u64)>,
 }
@@ -317,7 +317,7 @@ pub struct Capture {
     pub detector: Detector,
     /// The connections not released yet (and those parked), by stream; boxed, as the
     /// reassembler's (see `tcp::Reassembler::live`).
-    conns: HashMap<u64, Box<Conn>>,
+    conns: HashMap<u64, Box<Conn>, ahash::RandomState>,
     /// Closed connections no protocol was recognised on, waiting for their port to be learned.
     parked: Vec<(u64, Decision)>,
     /// Stream → first packet of each connection whose bytes detection holds.
@@ -329,11 +329,11 @@ pub struct Capture {
     run_state: Rc<RefCell<RunState>>,
     /// Requests waiting for their answer over all connections (`Limits.max_pending_total`).
     pending: Rc<PendingBudget>,
-    rows: HashMap<u64, (u64, Option<ConnectionSummary>)>,
+    rows: HashMap<u64, (u64, Option<ConnectionSummary>), ahash::RandomState>,
     row_heap: BinaryHeap<Reverse<u64>>,
     next_row: u64,
     rows_out: VecDeque<(u64, ConnectionSummary)>,
-    late: HashSet<u64>,
+    late: HashSet<u64, ahash::RandomState>,
     /// Role swaps decided while handling the current event, for the reassembler.
     swaps: Vec<u64>,
 }
@@ -377,7 +377,7 @@ impl Capture {
             observe_opts: Rc::new(observe_opts),
             opts,
             detector: Detector::new(protocols, decode_as),
-            conns: HashMap::new(),
+            conns: HashMap::default(),
             parked: Vec::new(),
             waiting: Waiting::default(),
             holding: Holding::default(),
@@ -385,11 +385,11 @@ impl Capture {
             now_us: 0,
             run_state: Rc::new(RefCell::new(RunState::default())),
             pending,
-            rows: HashMap::new(),
+            rows: HashMap::default(),
             row_heap: BinaryHeap::new(),
             next_row: 0,
             rows_out: VecDeque::new(),
-            late: HashSet::new(),
+            late: HashSet::default(),
             swaps: Vec::new(),
         })
     }
@@ -951,7 +951,7 @@ pub struct Dissection {
     events: VecDeque<StreamEvent>,
     /// Streams whose roles were swapped during the current batch: the batch's later events of
     /// theirs were made before the swap.
-    flipped: HashSet<u64>,
+    flipped: HashSet<u64, ahash::RandomState>,
     packets: u64,
     started: bool,
     done: bool,
@@ -984,7 +984,7 @@ impl Dissection {
             cap,
             out: VecDeque::new(),
             events: VecDeque::new(),
-            flipped: HashSet::new(),
+            flipped: HashSet::default(),
             packets: 0,
             started: false,
             done: false,

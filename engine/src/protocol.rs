@@ -65,7 +65,7 @@ impl Default for SessionOptions {
 /// names (e.g. Kafka's topic names); made once per capture by the engine, never process-global.
 #[derive(Default)]
 pub struct RunState {
-    entries: HashMap<&'static str, Box<dyn Any>>,
+    entries: HashMap<&'static str, Box<dyn Any>, ahash::RandomState>,
 }
 
 impl RunState {

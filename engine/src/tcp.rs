@@ -251,7 +251,7 @@ type Key = (Addr, u16, Addr, u16);
 #[derive(Debug, Default)]
 struct Order {
     by_tick: BTreeMap<u64, u64>,
-    tick_of: HashMap<u64, u64>,
+    tick_of: HashMap<u64, u64, ahash::RandomState>,
     next: u64,
 }
 
@@ -315,13 +315,13 @@ pub struct Reassembler {
     max_out_of_order: usize,
     server_ports: Vec<u16>,
     /// 4-tuple (client first) → stream of the connection tracked on it.
-    connections: HashMap<Key, u64>,
+    connections: HashMap<Key, u64, ahash::RandomState>,
     /// The table's keys in insertion order (the reference's dict order, for eviction).
     table: Order,
     /// The connections tracked, by stream. Boxed: the table's slots stay small (16 bytes, not
     /// the 416 of a `Conn`), so that growing or rehashing it under a flood of short connections
     /// moves and leaves behind little memory.
-    live: HashMap<u64, Box<Conn>>,
+    live: HashMap<u64, Box<Conn>, ahash::RandomState>,
     /// The stream number the next connection gets.
     next_stream: u64,
     retention: Retention,
@@ -344,9 +344,9 @@ impl Reassembler {
         Reassembler {
             max_out_of_order,
             server_ports,
-            connections: HashMap::new(),
+            connections: HashMap::default(),
             table: Order::default(),
-            live: HashMap::new(),
+            live: HashMap::default(),
             next_stream: 0,
             retention: Retention::default(),
             quiet: Order::default(),
