@@ -79,6 +79,8 @@ pub struct Options {
     pub messages: bool,
     /// Keep frames' field trees (see [`SessionOptions::detail`]).
     pub detail: bool,
+    /// Keep messages' values (see [`SessionOptions::values`]).
+    pub values: bool,
     pub hold_frames: usize,
     pub hold_bytes: u64,
     pub hold_us: i64,
@@ -98,6 +100,7 @@ impl Default for Options {
             show_secrets: false,
             messages: true,
             detail: true,
+            values: true,
             hold_frames: 4096,
             hold_bytes: 8 << 20,
             hold_us: 120_000_000,
@@ -363,6 +366,7 @@ impl Capture {
             show_secrets: opts.show_secrets,
             messages: opts.messages,
             detail: opts.detail,
+            values: opts.values,
             observe: false,
         };
         let observe_opts = SessionOptions {

@@ -45,6 +45,9 @@ pub struct SessionOptions {
     /// skip converting the body they walked into fields: the summary, status, error and anomalies
     /// are the same either way.
     pub detail: bool,
+    /// Keep each message's value bytes (`Message::value`); off when no sink writes them (the
+    /// export without `--values`): values are then measured (`value_size`), not copied.
+    pub values: bool,
     /// Framing a connection another worker decodes: learn run state, return no frames
     /// (see [`Protocol::shares_run_state`]).
     pub observe: bool,
@@ -56,6 +59,7 @@ impl Default for SessionOptions {
             show_secrets: false,
             messages: true,
             detail: true,
+            values: true,
             observe: false,
         }
     }

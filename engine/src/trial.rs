@@ -97,6 +97,7 @@ fn scratch_context(protocol: &'static str) -> ConnCtx {
             show_secrets: false,
             messages: false,
             detail: true,
+            values: true,
             observe: false,
         }),
         run_state: Rc::new(RefCell::new(RunState::default())),

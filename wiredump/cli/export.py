@@ -107,6 +107,7 @@ def export(
     if workers < 0:
         raise UsageError("--workers takes 0 (automatic) or a positive number")
     options = make_options(decode_as)
+    options.values = values  # no copy of each value the messages table leaves null
     writable_dir(out)
     n = workers or auto_workers(captures)
     if n > 1:

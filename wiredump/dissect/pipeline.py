@@ -39,6 +39,10 @@ class Options:
     """Decode every application message. Sinks that need only frames (the plain timeline)
     turn it off; decoders may then count messages from their headers instead of decoding
     each one (checksums are still verified)."""
+    values: bool = True
+    """Keep each message's value bytes (`Message.value`). The export writes values only with
+    `--values` and turns this off otherwise: the engine then copies no value out of the records
+    it reads (it still checks and measures them: `value_size`)."""
     detail: bool = True
     """Hand each frame's decoded `fields` and `partitions` to the sinks. The plain timeline
     reads neither (its lines come from the frame's columns and summary): it turns this off,

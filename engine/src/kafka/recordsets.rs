@@ -78,6 +78,8 @@ pub struct Hook<'s> {
     /// Describe each record set for the field tree (false when the frame's fields are not kept:
     /// only its record count is then read, for the summary).
     pub detail: bool,
+    /// Keep each message's value bytes (false: measured, not copied).
+    pub values: bool,
     pub names: &'s TopicNames,
 }
 
@@ -162,6 +164,7 @@ pub fn read_into(
                     hook.direction,
                     topic.clone(),
                     partition,
+                    hook.values,
                     &mut shared,
                 ));
             }
@@ -212,6 +215,7 @@ fn message(
     direction: Direction,
     topic: Option<String>,
     partition: Option<i32>,
+    values: bool,
     shared: &mut SharedDetail,
 ) -> Message {
     let detail = m.detail.map(|d| match shared {
@@ -230,7 +234,7 @@ fn message(
         offset: Some(clamp(m.offset)),
         message_id: None,
         key: m.key.map(Cow::into_owned),
-        value: m.value.map(Cow::into_owned),
+        value: m.value.filter(|_| values).map(Cow::into_owned),
         timestamp_ms: m.timestamp_ms.map(clamp),
         headers: m.headers.map(|hs| {
             hs.into_iter()

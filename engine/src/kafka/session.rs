@@ -117,6 +117,8 @@ pub struct KafkaSession {
     messages: bool,
     /// Convert walked bodies into `Frame::fields` (see [`SessionOptions::detail`]).
     detail: bool,
+    /// Keep messages' values (see [`SessionOptions::values`]).
+    values: bool,
     /// Framing a connection another worker decodes: the state is kept exactly as when
     /// decoding; records are not read and no frame is returned.
     observe: bool,
@@ -155,6 +157,7 @@ impl KafkaSession {
             show_secrets: ctx.options.show_secrets,
             messages: ctx.options.messages,
             detail: ctx.options.detail,
+            values: ctx.options.values,
             observe: ctx.options.observe,
             synced: [false, false],
             raw_auth: None,
@@ -783,6 +786,7 @@ impl KafkaSession {
                 partial_ok: response,
                 messages: self.messages,
                 detail: self.detail,
+                values: self.values,
                 names,
             };
             recordsets::read_into(

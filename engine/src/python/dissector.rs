@@ -40,6 +40,10 @@ fn read_options(py_opts: &Bound<'_, PyAny>) -> PyResult<(Options, Option<Vec<Str
         Ok(v) => v.extract()?,
         Err(_) => true,
     };
+    o.values = match py_opts.getattr("values") {
+        Ok(v) => v.extract()?,
+        Err(_) => true, // Options pickled before the flag existed
+    };
     o.hold_frames = py_opts.getattr("hold_frames")?.extract()?;
     o.hold_bytes = py_opts.getattr("hold_bytes")?.extract()?;
     o.hold_us = py_opts.getattr("hold_us")?.extract()?;
