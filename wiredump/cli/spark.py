@@ -57,11 +57,13 @@ def _size(text: str) -> int:
     return int(digits) * scale
 
 
-def _session(master: str | None, conf: list[str] | None):  # noqa: ANN202 - SparkSession, imported lazily
+def _session(master: str | None, conf: list[str] | None, quick_jvm: bool = False):  # noqa: ANN202 - SparkSession, imported lazily
+    """The command's session; it makes the local JVM's class archive if there is none
+    (`wiredump.spark.jvm`: the command ends with `jvm.finish`)."""
     from wiredump.spark.session import SparkUnavailable, get_session
 
     try:
-        return get_session(master, _conf(conf))
+        return get_session(master, _conf(conf), make_archive=True, quick_jvm=quick_jvm)
     except SparkUnavailable as e:
         raise UsageError(str(e)) from e
 
@@ -159,6 +161,9 @@ def spark_export(
             )
     except OSError as e:
         raise UsageError(f"{out}: cannot be used as the output ({e})") from e
+    from wiredump.spark import timing
+
+    timing.mark("CLI started")
     planned = plan_inputs(captures, options)
     skipped = [r for r in planned[1] if r.status != "ok"]
     if len(skipped) == len(planned[1]):
@@ -170,25 +175,34 @@ def spark_export(
         raise UsageError(
             f"{len(skipped)} of {len(planned[1])} inputs cannot be read (--strict): nothing written"
         )
-    spark = _session(master, conf)
+    timing.mark("inputs probed")
+    from wiredump.spark import jvm
+
+    # On the shares route the JVM only schedules the tasks: the quick JIT (`wiredump.spark.jvm`).
+    spark = _session(master, conf, quick_jvm=route == "shares")
+    timing.mark("Spark session ready")
     try:
-        result = run_export(spark, captures, out, options, mode or "error", planned=planned)
-    except ExportError as e:
-        raise UsageError(str(e)) from e
-    late = [r for r in result.skipped if r not in skipped]  # found unreadable while reading
-    for r in late:
-        typer.echo(f"skipped: {r.reason}", err=True)
-    skipped = result.skipped
-    truncated = [r for r in result.captures if r.status == "truncated"]
-    for r in truncated:
-        typer.echo(f"truncated: {r.reason}", err=True)
-    ok = sum(r.status in ("ok", "truncated") for r in result.captures)
-    typer.echo(
-        f"{ok} of {len(result.captures)} captures exported (run {result.run}), "
-        f"{len(skipped)} skipped, {len(truncated)} truncated: see {out.rstrip('/')}/captures/",
-        err=True,
-    )
-    typer.echo(", ".join(f"{n}: {c}" for n, c in result.counts.items()), err=True)
+        try:
+            result = run_export(spark, captures, out, options, mode or "error", planned=planned)
+        except ExportError as e:
+            raise UsageError(str(e)) from e
+        late = [r for r in result.skipped if r not in skipped]  # found unreadable while reading
+        for r in late:
+            typer.echo(f"skipped: {r.reason}", err=True)
+        skipped = result.skipped
+        truncated = [r for r in result.captures if r.status == "truncated"]
+        for r in truncated:
+            typer.echo(f"truncated: {r.reason}", err=True)
+        ok = sum(r.status in ("ok", "truncated") for r in result.captures)
+        typer.echo(
+            f"{ok} of {len(result.captures)} captures exported (run {result.run}), "
+            f"{len(skipped)} skipped, {len(truncated)} truncated: see {out.rstrip('/')}/captures/",
+            err=True,
+        )
+        typer.echo(", ".join(f"{n}: {c}" for n, c in result.counts.items()), err=True)
+        timing.mark("summary printed")
+    finally:
+        jvm.finish(spark)
 
 
 @spark_app.command(
@@ -219,11 +233,16 @@ def spark_report(
         table_location(directory, "frames")
     except FileNotFoundError as e:
         raise UsageError(f"{directory}: not an export directory ({e})") from e
+    from wiredump.spark import jvm
+
     spark = _session(master, conf)
-    results = run_reports(spark, directory, top=top)
-    # In a pipe there is no width to fit: use a wide one rather than fold every column.
-    width = None if sys.stdout.isatty() else 200
-    print_reports(results, top=top, console=Console(file=sys.stdout, width=width))
-    if out is not None:
-        write_reports(results, out)
-        typer.echo(f"reports written to {out}/", err=True)
+    try:
+        results = run_reports(spark, directory, top=top)
+        # In a pipe there is no width to fit: use a wide one rather than fold every column.
+        width = None if sys.stdout.isatty() else 200
+        print_reports(results, top=top, console=Console(file=sys.stdout, width=width))
+        if out is not None:
+            write_reports(results, out)
+            typer.echo(f"reports written to {out}/", err=True)
+    finally:
+        jvm.finish(spark)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import threading
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -87,8 +88,11 @@ def under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
-def session_config(master: str | None, conf: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Every setting the session is built with (the master under `spark.master`)."""
+def session_config(
+    master: str | None, conf: Mapping[str, str] | None = None, jvm_options: str = ""
+) -> dict[str, str]:
+    """Every setting the session is built with (the master under `spark.master`); `jvm_options`
+    are added to the local driver JVM's (`wiredump.spark.jvm`)."""
     out: dict[str, str] = {}
     if master is None and not under_spark_submit():
         master = os.environ.get("WIREDUMP_SPARK_MASTER") or LOCAL_MASTER
@@ -102,7 +106,7 @@ def session_config(master: str | None, conf: Mapping[str, str] | None = None) ->
         out["spark.pyspark.driver.python"] = sys.executable
     out.update(ALWAYS)
     log = f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
-    out["spark.driver.extraJavaOptions"] = log
+    out["spark.driver.extraJavaOptions"] = f"{log} {jvm_options}" if local and jvm_options else log
     if local:
         out["spark.executor.extraJavaOptions"] = log
     out.update(conf or {})
@@ -152,9 +156,18 @@ def ship_package(settings: dict[str, str]) -> None:
 
 
 def get_session(
-    master: str | None = None, conf: Mapping[str, str] | None = None, app_name: str = "wiredump"
+    master: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    app_name: str = "wiredump",
+    make_archive: bool = False,
+    quick_jvm: bool = False,
 ) -> SparkSession:
-    """The active session if there is one (tests, notebooks, spark-submit), else a new one."""
+    """The active session if there is one (tests, notebooks, spark-submit), else a new one.
+
+    A local session's JVM maps the class archive when there is one (`wiredump.spark.jvm`);
+    `make_archive` makes it when there is none (the caller then ends with `jvm.finish`);
+    `quick_jvm` compiles with C1 only (for jobs whose work is all in the Python tasks).
+    """
     try:
         from pyspark.sql import SparkSession
     except ImportError as e:  # pragma: no cover - depends on the installation
@@ -167,7 +180,11 @@ def get_session(
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
-    settings = session_config(master, conf)
+    from wiredump.spark import jvm
+
+    local = (master or os.environ.get("WIREDUMP_SPARK_MASTER") or LOCAL_MASTER).startswith("local")
+    options = jvm.startup_options(make_archive, quick_jvm) if local and not under_spark_submit() else ""
+    settings = session_config(master, conf, options)
     if settings.get("spark.master", "").startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -180,6 +197,9 @@ def get_session(
     builder = SparkSession.builder.appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)
+    # While the JVM starts (seconds of waiting here), import what PySpark's context set-up
+    # imports next (`pyspark.testing.utils`, which imports pandas: a quarter of a second).
+    threading.Thread(target=_preimport, name="wiredump-preimport", daemon=True).start()
     try:
         spark = builder.getOrCreate()
     except Exception as e:  # Java missing, bad master URL…
@@ -188,3 +208,10 @@ def get_session(
         raise
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _preimport() -> None:
+    try:
+        import pyspark.testing.utils  # noqa: F401
+    except Exception:  # noqa: BLE001 - only a head start: the context imports it itself anyway
+        pass

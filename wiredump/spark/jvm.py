@@ -1,0 +1,113 @@
+"""How the embedded local mode starts its JVM: a class archive of Spark's classes, and the JIT.
+
+Why: on one large capture, what two cores do not divide is mostly the JVM's start (launching it,
+loading and verifying some thousands of Spark classes, compiling the code that runs once) and
+that part alone kept `local[2]` from being much faster than `local[1]` (benchmarks/README.md).
+Two standard HotSpot means cut it, for the local driver JVM only (a cluster's JVMs are the
+cluster's business):
+
+- **A class archive** (AppCDS, `-XX:SharedArchiveFile`): the classes Spark loads, already parsed
+  and verified, mapped from one file. A run that finds no archive for this Java and this Spark
+  makes it (`-XX:ArchiveClassesAtExit`, written by the JVM as it exits); `finish` waits for that
+  and moves it into place, so later runs start about two seconds sooner. The file is named by a
+  digest of the Java binary and of Spark's jars, so another Java or Spark never reads it; a
+  damaged or unusable archive is ignored by the JVM (`-Xshare:auto`), never an error; the JVM's
+  archive messages are silenced (they are about this optimisation only).
+- **The quick JIT** (`-XX:TieredStopAtLevel=1`, `quick=True`): C1 compiles only. On the `shares`
+  route the JVM only schedules tasks and carries their small results, so the optimising
+  compiler would spend a core's seconds compiling code that runs once, on the cores the tasks
+  need. Not for `spark report` or the `ranges` route, whose queries and shuffle run in the JVM.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+"""The JVM reports classes it cannot archive (generated ones, old class files) as warnings on stdout."""
+DUMP_FLAG = "-XX:ArchiveClassesAtExit="
+WAIT_SECONDS = 120.0
+"""At most this long to wait for the JVM to write the archive (it takes a few seconds)."""
+
+
+def java_binary() -> Path | None:
+    """The `java` spark-submit runs: `$JAVA_HOME/bin/java`, else the one on PATH."""
+    home = os.environ.get("JAVA_HOME")
+    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    if not found or not os.path.exists(found):
+        return None
+    return Path(found).resolve()
+
+
+def archive_path() -> Path | None:
+    """Where the class archive of this Java and this Spark is (whether or not it exists yet)."""
+    java = java_binary()
+    try:
+        import pyspark
+    except ImportError:
+        return None
+    if java is None:
+        return None
+    jars = Path(pyspark.__file__).resolve().parent / "jars"
+    h = hashlib.sha256()
+    for p in [java, *sorted(jars.glob("*.jar"))]:
+        try:
+            st = p.stat()
+        except OSError:
+            return None
+        h.update(f"{p}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    h.update(pyspark.__version__.encode())
+    return Path(tempfile.gettempdir()) / f"wiredump-spark-classes-{h.hexdigest()[:16]}.jsa"
+
+
+def startup_options(make_archive: bool, quick: bool) -> str:
+    """The driver JVM's options: use the class archive, or make it (`make_archive`, when the caller
+    calls `finish` at the end), and the quick JIT (`quick`)."""
+    opts = []
+    if quick:
+        opts.append("-XX:TieredStopAtLevel=1")
+    path = archive_path()
+    if path is not None and path.is_file():
+        opts += [f"-XX:SharedArchiveFile={path}", "-Xshare:auto", QUIET]
+    elif path is not None and make_archive:
+        opts += [f"{DUMP_FLAG}{path}.{os.getpid()}.tmp", QUIET]
+    return " ".join(opts)
+
+
+def finish(spark: SparkSession) -> None:
+    """If the session's JVM is making the class archive: stop the session, let the JVM exit, keep the archive.
+
+    The JVM writes the archive as it exits, and the local JVM exits when its standard input
+    closes (PySpark's gateway). The archive is written under a name of its own (with the
+    process id) and renamed once complete, so a run starting meanwhile never maps half a file.
+    """
+    sc = spark.sparkContext
+    options = sc.getConf().get("spark.driver.extraJavaOptions", "") or ""
+    tmp = next((o[len(DUMP_FLAG) :] for o in options.split() if o.startswith(DUMP_FLAG)), None)
+    proc: Any = getattr(sc._gateway, "proc", None)  # noqa: SLF001 - PySpark keeps the JVM's Popen there
+    if tmp is None or proc is None:
+        return  # a session that is not making the archive is left as it is (it may be the caller's)
+    spark.stop()
+    try:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        code = proc.wait(timeout=WAIT_SECONDS)
+    except Exception:  # noqa: BLE001 - a JVM that will not exit: no archive, nothing else lost
+        proc.kill()
+        code = -1
+    part, final = Path(tmp), tmp.removesuffix(f".{os.getpid()}.tmp")
+    try:
+        if code == 0 and final != tmp and part.is_file() and part.stat().st_size > 0:
+            part.replace(final)
+        else:
+            part.unlink(missing_ok=True)
+    except OSError:
+        pass
