@@ -101,9 +101,11 @@ def session_config(
     local = master is not None and master.startswith("local")
     if local:
         out.update(LOCAL_DEFAULTS)
-        # Executors are threads of this machine: give their Python workers this interpreter.
+        # Executors are threads of this machine: give their Python workers this interpreter,
+        # and a daemon that imports its installed PySpark (`wiredump.spark.daemon`).
         out["spark.pyspark.python"] = sys.executable
         out["spark.pyspark.driver.python"] = sys.executable
+        out["spark.python.daemon.module"] = "wiredump.spark.daemon"
     out.update(ALWAYS)
     log = f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
     out["spark.driver.extraJavaOptions"] = f"{log} {jvm_options}" if local and jvm_options else log

@@ -22,14 +22,15 @@ def enabled() -> bool:
 
 
 def process_start() -> float:
-    """The epoch time this process started (Linux /proc; now, where that cannot be read)."""
+    """The epoch time this process started (Linux /proc, to the clock tick; now, where that cannot
+    be read). From the uptime, not /proc/stat's boot time, which is whole seconds."""
     try:
         with open("/proc/self/stat") as f:
             ticks = int(f.read().rsplit(")", 1)[1].split()[19])
-        with open("/proc/stat") as f:
-            boot = next(int(line.split()[1]) for line in f if line.startswith("btime "))
-        return boot + ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, StopIteration):
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return time.time() - uptime + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
         return time.time()
 
 
