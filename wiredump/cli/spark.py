@@ -57,13 +57,16 @@ def _size(text: str) -> int:
     return int(digits) * scale
 
 
-def _session(master: str | None, conf: list[str] | None, quick_jvm: bool = False):  # noqa: ANN202 - SparkSession, imported lazily
-    """The command's session; it makes the local JVM's class archive if there is none
-    (`wiredump.spark.jvm`: the command ends with `jvm.finish`)."""
-    from wiredump.spark.session import SparkUnavailable, get_session
+def _session(master: str | None, conf: list[str] | None, context_only: bool = False):  # noqa: ANN202 - SparkSession, imported lazily
+    """The command's session (or only a context: `context_only`, for the export's RDD job, whose
+    JVM then also compiles with C1 only); it makes the local JVM's class archive if there is
+    none (`wiredump.spark.jvm`: the command ends with `jvm.finish`)."""
+    from wiredump.spark.session import SparkUnavailable, get_context, get_session
 
     try:
-        return get_session(master, _conf(conf), make_archive=True, quick_jvm=quick_jvm)
+        if context_only:
+            return get_context(master, _conf(conf), make_archive=True, quick_jvm=True)
+        return get_session(master, _conf(conf), make_archive=True)
     except SparkUnavailable as e:
         raise UsageError(str(e)) from e
 
@@ -178,8 +181,8 @@ def spark_export(
     timing.mark("inputs probed")
     from wiredump.spark import jvm
 
-    # On the shares route the JVM only schedules the tasks: the quick JIT (`wiredump.spark.jvm`).
-    spark = _session(master, conf, quick_jvm=route == "shares")
+    # On the shares route the JVM only schedules the tasks: no SQL session, the quick JIT.
+    spark = _session(master, conf, context_only=route == "shares")
     timing.mark("Spark session ready")
     try:
         try:

@@ -48,6 +48,7 @@ from wiredump.spark import timing
 from wiredump.spark.tables import CAPTURES_SCHEMA, DATE_COLUMN, spark_arrow_schema
 
 if TYPE_CHECKING:
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
 MANIFEST = "_wiredump.json"
@@ -287,14 +288,15 @@ def plan_inputs(
 
 
 def run_export(
-    spark: SparkSession,
+    spark: SparkSession | SparkContext,
     inputs: Sequence[str],
     out: str,
     options: JobOptions | None = None,
     mode: str = "error",
     planned: tuple[list[split.CaptureFile], list[CaptureRow]] | None = None,
 ) -> ExportResult:
-    """Write every table under `out/<table>/`; see the module's doc."""
+    """Write every table under `out/<table>/`; see the module's doc. `spark` is a session or
+    just a context (`session.get_context`): the job uses only the RDD API."""
     options = options or JobOptions()
     if mode not in ("error", "append", "overwrite"):
         raise ExportError(f"--mode must be append or overwrite, not {mode!r}")
@@ -314,7 +316,7 @@ def run_export(
         if r.status == "ok":
             row_of[k] = i
             k += 1
-    sc = spark.sparkContext
+    sc = getattr(spark, "sparkContext", spark)
     written: list[str] = []
     counts = dict.fromkeys(TABLES, 0)
     if files:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
@@ -82,14 +83,14 @@ def startup_options(make_archive: bool, quick: bool) -> str:
     return " ".join(opts)
 
 
-def finish(spark: SparkSession) -> None:
+def finish(spark: SparkSession | SparkContext) -> None:
     """If the session's JVM is making the class archive: stop the session, let the JVM exit, keep the archive.
 
     The JVM writes the archive as it exits, and the local JVM exits when its standard input
     closes (PySpark's gateway). The archive is written under a name of its own (with the
     process id) and renamed once complete, so a run starting meanwhile never maps half a file.
     """
-    sc = spark.sparkContext
+    sc = getattr(spark, "sparkContext", spark)
     options = sc.getConf().get("spark.driver.extraJavaOptions", "") or ""
     tmp = next((o[len(DUMP_FLAG) :] for o in options.split() if o.startswith(DUMP_FLAG)), None)
     proc: Any = getattr(sc._gateway, "proc", None)  # noqa: SLF001 - PySpark keeps the JVM's Popen there

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
 LOCAL_MASTER = "local[*]"
@@ -164,24 +165,42 @@ def get_session(
     make_archive: bool = False,
     quick_jvm: bool = False,
 ) -> SparkSession:
-    """The active session if there is one (tests, notebooks, spark-submit), else a new one.
+    """The active session if there is one (tests, notebooks, spark-submit), else a new one
+    (over `get_context`'s context: see there for the arguments)."""
+    _import_pyspark()
+    from pyspark.sql import SparkSession
 
-    A local session's JVM maps the class archive when there is one (`wiredump.spark.jvm`);
-    `make_archive` makes it when there is none (the caller then ends with `jvm.finish`);
-    `quick_jvm` compiles with C1 only (for jobs whose work is all in the Python tasks).
-    """
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError as e:  # pragma: no cover - depends on the installation
-        raise SparkUnavailable("PySpark is not installed: pip install 'wiredump[spark]' (and Java 17)") from e
-    # PySpark warns that it has not been certified with the installed pandas; wiredump's jobs
-    # exchange Arrow batches and do not depend on pandas, so the warning is noise here.
-    warnings.filterwarnings(
-        "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning
-    )
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    get_context(master, conf, app_name, make_archive, quick_jvm)
+    return SparkSession.builder.getOrCreate()  # takes the context's settings
+
+
+def get_context(
+    master: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    app_name: str = "wiredump",
+    make_archive: bool = False,
+    quick_jvm: bool = False,
+) -> SparkContext:
+    """The active SparkContext (a session's, spark-submit's) if there is one, else a new one.
+
+    For jobs that use only the RDD API (`wiredump spark export`): a SparkSession on top of the
+    context costs about a second of the JVM's start that such a job has no use for.
+    A local context's JVM maps the class archive when there is one (`wiredump.spark.jvm`);
+    `make_archive` makes it when there is none (the caller then ends with `jvm.finish`);
+    `quick_jvm` compiles with C1 only (for jobs whose work is all in the Python tasks).
+    """
+    _import_pyspark()
+    from pyspark import SparkConf, SparkContext
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active.sparkContext
+    if SparkContext._active_spark_context is not None:  # noqa: SLF001 - PySpark's own record of it
+        return SparkContext._active_spark_context  # noqa: SLF001
     from wiredump.spark import jvm
 
     local = (master or os.environ.get("WIREDUMP_SPARK_MASTER") or LOCAL_MASTER).startswith("local")
@@ -196,20 +215,32 @@ def get_session(
         # PySpark started from Python (not spark-submit) takes the executors' Python only from
         # PYSPARK_PYTHON and ignores this setting: make it count.
         os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
-    builder = SparkSession.builder.appName(app_name)
+    spark_conf = SparkConf().setAppName(app_name)
     for key, value in settings.items():
-        builder = builder.config(key, value)
+        spark_conf.set(key, value)
     # While the JVM starts (seconds of waiting here), import what PySpark's context set-up
     # imports next (`pyspark.testing.utils`, which imports pandas: a quarter of a second).
     threading.Thread(target=_preimport, name="wiredump-preimport", daemon=True).start()
     try:
-        spark = builder.getOrCreate()
+        sc = SparkContext.getOrCreate(spark_conf)
     except Exception as e:  # Java missing, bad master URL…
         if "JAVA_HOME" in str(e) or "Java gateway" in str(e):
             raise SparkUnavailable(f"cannot start Spark (is Java 17 installed?): {e}") from e
         raise
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    sc.setLogLevel("ERROR")
+    return sc
+
+
+def _import_pyspark() -> None:
+    try:
+        import pyspark  # noqa: F401
+    except ImportError as e:  # pragma: no cover - depends on the installation
+        raise SparkUnavailable("PySpark is not installed: pip install 'wiredump[spark]' (and Java 17)") from e
+    # PySpark warns that it has not been certified with the installed pandas; wiredump's jobs
+    # exchange Arrow batches and do not depend on pandas, so the warning is noise here.
+    warnings.filterwarnings(
+        "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning
+    )
 
 
 def _preimport() -> None:
