@@ -13,10 +13,12 @@ cluster's business):
   digest of the Java binary and of Spark's jars, so another Java or Spark never reads it; a
   damaged or unusable archive is ignored by the JVM (`-Xshare:auto`), never an error; the JVM's
   archive messages are silenced (they are about this optimisation only).
-- **The quick JIT** (`-XX:TieredStopAtLevel=1`, `quick=True`): C1 compiles only. On the `shares`
-  route the JVM only schedules tasks and carries their small results, so the optimising
-  compiler would spend a core's seconds compiling code that runs once, on the cores the tasks
-  need. Not for `spark report` or the `ranges` route, whose queries and shuffle run in the JVM.
+- **A light JVM** (`quick=True`): C1 compiles only (`-XX:TieredStopAtLevel=1`), one GC thread
+  (`-XX:+UseSerialGC`), no perf-data file (`-XX:-UsePerfData`). On the `shares` route the JVM
+  only schedules tasks and carries their small results, so the optimising compiler would spend
+  a core's seconds compiling code that runs once, on the cores the tasks need, and G1's threads
+  have a near-empty heap to manage. Not for `spark report` or the `ranges` route, whose queries
+  and shuffle run in the JVM.
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ def startup_options(make_archive: bool, quick: bool) -> str:
     calls `finish` at the end), and the quick JIT (`quick`)."""
     opts = []
     if quick:
-        opts.append("-XX:TieredStopAtLevel=1")
+        opts += ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-XX:-UsePerfData"]
     path = archive_path()
     if path is not None and path.is_file():
         opts += [f"-XX:SharedArchiveFile={path}", "-Xshare:auto", QUIET]
