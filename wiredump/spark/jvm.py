@@ -8,11 +8,12 @@ cluster's business):
 
 - **A class archive** (AppCDS, `-XX:SharedArchiveFile`): the classes Spark loads, already parsed
   and verified, mapped from one file. A run that finds no archive for this Java and this Spark
-  makes it (`-XX:ArchiveClassesAtExit`, written by the JVM as it exits); `finish` waits for that
-  and moves it into place, so later runs start about two seconds sooner. The file is named by a
-  digest of the Java binary and of Spark's jars, so another Java or Spark never reads it; a
-  damaged or unusable archive is ignored by the JVM (`-Xshare:auto`), never an error; the JVM's
-  archive messages are silenced (they are about this optimisation only).
+  makes it (`-XX:ArchiveClassesAtExit`, written by the JVM as it exits); `finish` waits for
+  that, checks it and moves it into place, so later runs start about two seconds sooner. The
+  file is named by a digest of the Java binary and of Spark's jars, so another Java or Spark
+  never reads it; an archive that does not fit the JVM (other options, another class path) is
+  ignored by it (`-Xshare:auto`), never an error; a damaged one is never kept (`_usable`). The
+  JVM's archive messages are silenced (they are about this optimisation only).
 - **A light JVM** (`quick=True`): C1 compiles only (`-XX:TieredStopAtLevel=1`), one GC thread
   (`-XX:+UseSerialGC`), no perf-data file (`-XX:-UsePerfData`). On the `shares` route the JVM
   only schedules tasks and carries their small results, so the optimising compiler would spend
@@ -26,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -90,7 +92,8 @@ def finish(spark: SparkSession | SparkContext) -> None:
 
     The JVM writes the archive as it exits, and the local JVM exits when its standard input
     closes (PySpark's gateway). The archive is written under a name of its own (with the
-    process id) and renamed once complete, so a run starting meanwhile never maps half a file.
+    process id), checked (`_usable`), and only then renamed into place, so a run starting
+    meanwhile never maps half a file, and a damaged one is never kept.
     """
     sc = getattr(spark, "sparkContext", spark)
     options = sc.getConf().get("spark.driver.extraJavaOptions", "") or ""
@@ -98,6 +101,9 @@ def finish(spark: SparkSession | SparkContext) -> None:
     proc: Any = getattr(sc._gateway, "proc", None)  # noqa: SLF001 - PySpark keeps the JVM's Popen there
     if tmp is None or proc is None:
         return  # a session that is not making the archive is left as it is (it may be the caller's)
+    runtime = sc._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()  # noqa: SLF001
+    args = [str(a) for a in runtime.getInputArguments()]
+    classpath = str(sc._jvm.java.lang.System.getProperty("java.class.path"))  # noqa: SLF001
     spark.stop()
     try:
         if proc.stdin is not None:
@@ -106,11 +112,32 @@ def finish(spark: SparkSession | SparkContext) -> None:
     except Exception:  # noqa: BLE001 - a JVM that will not exit: no archive, nothing else lost
         proc.kill()
         code = -1
+    # PySpark would hand the exited JVM's gateway to the next context of this process.
+    type(sc)._gateway = None  # noqa: SLF001
+    type(sc)._jvm = None  # noqa: SLF001
     part, final = Path(tmp), tmp.removesuffix(f".{os.getpid()}.tmp")
     try:
-        if code == 0 and final != tmp and part.is_file() and part.stat().st_size > 0:
+        if code == 0 and final != tmp and _usable(part, args, classpath):
             part.replace(final)
         else:
             part.unlink(missing_ok=True)
     except OSError:
         pass
+
+
+def _usable(archive: Path, args: list[str], classpath: str) -> bool:
+    """The archive maps in a JVM started as the one that made it (`-Xshare:on`: a JVM that cannot
+    use it fails). Checked once, before it is kept, because HotSpot 17 does not always refuse a
+    damaged archive gracefully: a truncated one crashes the JVM (SIGBUS) even with `-Xshare:auto`."""
+    java = java_binary()
+    if java is None or not archive.is_file() or archive.stat().st_size == 0:
+        return False
+    keep = [a for a in args if not a.startswith((DUMP_FLAG, "-Xshare", "-XX:SharedArchiveFile", "-Xlog"))]
+    cmd = [str(java), *keep, "-Xshare:on", f"-XX:SharedArchiveFile={archive}", *QUIET.split()]
+    try:
+        done = subprocess.run(
+            [*cmd, "-cp", classpath, "-version"], capture_output=True, timeout=WAIT_SECONDS, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
