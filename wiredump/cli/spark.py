@@ -181,6 +181,7 @@ def spark_export(
     timing.mark("inputs probed")
     from wiredump.spark import jvm
 
+    owned = _no_context_yet()
     # On the shares route the JVM only schedules the tasks: no SQL session, the quick JIT.
     spark = _session(master, conf, context_only=route == "shares")
     timing.mark("Spark session ready")
@@ -206,6 +207,28 @@ def spark_export(
         timing.mark("summary printed")
     finally:
         jvm.finish(spark)
+        if owned:
+            _before_exit()
+
+
+def _no_context_yet() -> bool:
+    """No Spark context in this process yet: the command starts (and owns) its own."""
+    try:
+        from pyspark import SparkContext
+    except ImportError:
+        return True
+    return SparkContext._active_spark_context is None  # noqa: SLF001 - PySpark's own record of it
+
+
+def _before_exit() -> None:
+    """The command is done and the process is about to end: spare it the interpreter's last
+    garbage collections over everything PySpark, pandas and pyarrow imported (~0.1-0.2 s of a
+    single core, measured; serial time on every run). Frozen objects are still finalized
+    normally; only cycles among them are left to the process's end. Not in a process that had a
+    context before the command (a notebook, a test), which lives on."""
+    import gc
+
+    gc.freeze()
 
 
 @spark_app.command(
