@@ -59,16 +59,30 @@ def _size(text: str) -> int:
 
 def _session(master: str | None, conf: list[str] | None, context_only: bool = False):  # noqa: ANN202 - SparkSession, imported lazily
     """The command's session (or only a context: `context_only`, for the export's RDD job, whose
-    JVM then also compiles with C1 only); it makes the local JVM's class archive if there is
-    none (`wiredump.spark.jvm`: the command ends with `jvm.finish`)."""
-    from wiredump.spark.session import SparkUnavailable, get_context, get_session
+    JVM is then also the light one); it makes the local JVM's class archive if there is none
+    (`wiredump.spark.jvm`: the command ends with `jvm.finish`)."""
+    return _start_session(master, conf, context_only)()
 
+
+def _start_session(master: str | None, conf: list[str] | None, context_only: bool = False):  # noqa: ANN202 - a function giving the session
+    """`_session` in two steps: the JVM is launched now, the returned function gives the session."""
+    from wiredump.spark.session import SparkUnavailable, get_session, start_context
+
+    settings = _conf(conf)
+
+    def made(pending):  # noqa: ANN001, ANN202
+        try:
+            return pending()
+        except SparkUnavailable as e:
+            raise UsageError(str(e)) from e
+
+    if not context_only:
+        return lambda: made(lambda: get_session(master, settings, make_archive=True))
     try:
-        if context_only:
-            return get_context(master, _conf(conf), make_archive=True, quick_jvm=True)
-        return get_session(master, _conf(conf), make_archive=True)
+        pending = start_context(master, settings, make_archive=True, quick_jvm=True)
     except SparkUnavailable as e:
         raise UsageError(str(e)) from e
+    return lambda: made(pending)
 
 
 @spark_app.command(
@@ -139,7 +153,6 @@ def spark_export(
     ] = "shares",
 ) -> None:
     from wiredump.cli.app import make_options
-    from wiredump.spark.export import ROUTES, ExportError, JobOptions, has_export, plan_inputs, run_export
 
     make_options(decode_as)  # validates the protocol names
     if "-" in captures:
@@ -148,12 +161,19 @@ def spark_export(
         raise UsageError(f"--mode must be append or overwrite, not {mode!r}")
     if shards < 0:
         raise UsageError("--shards must be 0 (chosen per capture) or more")
+    size = _size(split_size)
+    owned = _no_context_yet()
+    # The JVM starts now, while the inputs are planned below (`session.start_context`). On the
+    # shares route it only schedules the tasks: no SQL session, the light JVM.
+    pending = _start_session(master, conf, context_only=route == "shares")
+    from wiredump.spark.export import ROUTES, ExportError, JobOptions, has_export, plan_inputs, run_export
+
     if route not in ROUTES:
         raise UsageError(f"--route must be {' or '.join(ROUTES)}, not {route!r}")
     options = JobOptions(
         values=values,
         decode_as=parse_decode_as(decode_as),
-        split_size=_size(split_size),
+        split_size=size,
         shards=shards,
         route=route,
     )
@@ -181,9 +201,7 @@ def spark_export(
     timing.mark("inputs probed")
     from wiredump.spark import jvm
 
-    owned = _no_context_yet()
-    # On the shares route the JVM only schedules the tasks: no SQL session, the quick JIT.
-    spark = _session(master, conf, context_only=route == "shares")
+    spark = pending()
     timing.mark("Spark session ready")
     try:
         try:

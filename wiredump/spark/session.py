@@ -15,9 +15,9 @@ import sys
 import tempfile
 import threading
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -192,15 +192,31 @@ def get_context(
     `make_archive` makes it when there is none (the caller then ends with `jvm.finish`);
     `quick_jvm` compiles with C1 only (for jobs whose work is all in the Python tasks).
     """
+    return start_context(master, conf, app_name, make_archive, quick_jvm)()
+
+
+def start_context(
+    master: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    app_name: str = "wiredump",
+    make_archive: bool = False,
+    quick_jvm: bool = False,
+) -> Callable[[], SparkContext]:
+    """`get_context` in two steps: the JVM is launched now, on a thread, and the returned function
+    waits for it and makes the context (on the caller's thread, which keeps PySpark's Ctrl-C
+    handler). The caller does its own work meanwhile: launching the JVM takes a second or so of
+    waiting that nothing else in the run would fill. If the function is never called, the JVM
+    exits with this process (PySpark's JVM ends when its standard input closes)."""
     _import_pyspark()
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
-        return active.sparkContext
+        return lambda: active.sparkContext
     if SparkContext._active_spark_context is not None:  # noqa: SLF001 - PySpark's own record of it
-        return SparkContext._active_spark_context  # noqa: SLF001
+        sc = SparkContext._active_spark_context  # noqa: SLF001
+        return lambda: sc
     from wiredump.spark import jvm
 
     local = (master or os.environ.get("WIREDUMP_SPARK_MASTER") or LOCAL_MASTER).startswith("local")
@@ -218,17 +234,36 @@ def get_context(
     spark_conf = SparkConf().setAppName(app_name)
     for key, value in settings.items():
         spark_conf.set(key, value)
-    # While the JVM starts (seconds of waiting here), import what PySpark's context set-up
-    # imports next (`pyspark.testing.utils`, which imports pandas: a quarter of a second).
-    threading.Thread(target=_preimport, name="wiredump-preimport", daemon=True).start()
-    try:
-        sc = SparkContext.getOrCreate(spark_conf)
-    except Exception as e:  # Java missing, bad master URL…
-        if "JAVA_HOME" in str(e) or "Java gateway" in str(e):
-            raise SparkUnavailable(f"cannot start Spark (is Java 17 installed?): {e}") from e
-        raise
-    sc.setLogLevel("ERROR")
-    return sc
+    launched: dict[str, Any] = {}
+
+    def launch() -> None:
+        from pyspark.java_gateway import launch_gateway
+
+        try:
+            launched["gateway"] = None if under_spark_submit() else launch_gateway(spark_conf)
+        except BaseException as e:  # noqa: BLE001 - raised on the caller's thread
+            launched["error"] = e
+        # What PySpark's context set-up imports next (`pyspark.testing.utils`, which imports
+        # pandas: a quarter of a second), while the caller still has work of its own.
+        _preimport()
+
+    thread = threading.Thread(target=launch, name="wiredump-jvm-start", daemon=True)
+    thread.start()
+
+    def context() -> SparkContext:
+        thread.join()
+        try:
+            if "error" in launched:
+                raise launched["error"]
+            sc = SparkContext(conf=spark_conf, gateway=launched["gateway"])
+        except Exception as e:  # Java missing, bad master URL…
+            if "JAVA_HOME" in str(e) or "Java gateway" in str(e):
+                raise SparkUnavailable(f"cannot start Spark (is Java 17 installed?): {e}") from e
+            raise
+        sc.setLogLevel("ERROR")
+        return sc
+
+    return context
 
 
 def _import_pyspark() -> None:
