@@ -6,6 +6,7 @@ cluster (see docs/spark.md). PySpark is imported only when a command runs.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -163,9 +164,15 @@ def spark_export(
         raise UsageError("--shards must be 0 (chosen per capture) or more")
     size = _size(split_size)
     owned = _no_context_yet()
-    # The JVM starts now, while the inputs are planned below (`session.start_context`). On the
-    # shares route it only schedules the tasks: no SQL session, the light JVM.
-    pending = _start_session(master, conf, context_only=route == "shares")
+
+    # The JVM starts now, while the inputs are planned below (`session.start_context`), unless a
+    # plain path is missing (the run may stop at planning then: no JVM for a usage error). On
+    # the shares route it only schedules the tasks: no SQL session, the light JVM.
+    def start():  # noqa: ANN202 - a function giving the context
+        return _start_session(master, conf, context_only=route == "shares")
+
+    plain = [c for c in captures if "://" not in c and not set("*?[") & set(c)]
+    pending = start() if all(os.path.exists(c) for c in plain) else None
     from wiredump.spark.export import ROUTES, ExportError, JobOptions, has_export, plan_inputs, run_export
 
     if route not in ROUTES:
@@ -201,7 +208,7 @@ def spark_export(
     timing.mark("inputs probed")
     from wiredump.spark import jvm
 
-    spark = pending()
+    spark = (pending or start())()
     timing.mark("Spark session ready")
     try:
         try:
