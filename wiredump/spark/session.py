@@ -190,7 +190,8 @@ def get_context(
     context costs about a second of the JVM's start that such a job has no use for.
     A local context's JVM maps the class archive when there is one (`wiredump.spark.jvm`);
     `make_archive` makes it when there is none (the caller then ends with `jvm.finish`);
-    `quick_jvm` compiles with C1 only (for jobs whose work is all in the Python tasks).
+    `quick_jvm` starts the light JVM (C1 only, serial GC: for jobs whose work is all in the
+    Python tasks).
     """
     return start_context(master, conf, app_name, make_archive, quick_jvm)()
 
