@@ -111,5 +111,9 @@ def test_first_run_makes_the_class_archive_later_runs_map_it(captures: Path, tmp
     cut = tmp_path / "cut.jsa"
     with open(made[0], "rb") as f:
         cut.write_bytes(f.read(1 << 20))
+    before = set(Path.cwd().glob("hs_err_pid*.log"))
     assert not jvm._usable(cut, [], "")
     assert not jvm._usable(tmp_path / "missing.jsa", [], "")
+    # The JVM that crashed on it left no crash report behind (in the archive's folder or here).
+    assert not list(tmp_path.glob("hs_err_pid*.log"))
+    assert set(Path.cwd().glob("hs_err_pid*.log")) == before

@@ -134,9 +134,15 @@ def _usable(archive: Path, args: list[str], classpath: str) -> bool:
         return False
     keep = [a for a in args if not a.startswith((DUMP_FLAG, "-Xshare", "-XX:SharedArchiveFile", "-Xlog"))]
     cmd = [str(java), *keep, "-Xshare:on", f"-XX:SharedArchiveFile={archive}", *QUIET.split()]
+    # A JVM that crashes on the archive would leave hs_err_pid*.log in the working directory.
+    cmd += ["-XX:ErrorFile=/dev/null", "-XX:-CreateCoredumpOnCrash"]
     try:
         done = subprocess.run(
-            [*cmd, "-cp", classpath, "-version"], capture_output=True, timeout=WAIT_SECONDS, check=False
+            [*cmd, "-cp", classpath, "-version"],
+            capture_output=True,
+            timeout=WAIT_SECONDS,
+            check=False,
+            cwd=archive.parent,
         )
     except (OSError, subprocess.TimeoutExpired):
         return False
