@@ -44,9 +44,11 @@ import pyarrow.parquet as pq
 from wiredump.dissect import split
 from wiredump.dissect.capture import CaptureError
 from wiredump.dissect.tables import PARQUET_OPTIONS, SCHEMAS, TABLES
+from wiredump.spark import timing
 from wiredump.spark.tables import CAPTURES_SCHEMA, DATE_COLUMN, spark_arrow_schema
 
 if TYPE_CHECKING:
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
 MANIFEST = "_wiredump.json"
@@ -286,14 +288,15 @@ def plan_inputs(
 
 
 def run_export(
-    spark: SparkSession,
+    spark: SparkSession | SparkContext,
     inputs: Sequence[str],
     out: str,
     options: JobOptions | None = None,
     mode: str = "error",
     planned: tuple[list[split.CaptureFile], list[CaptureRow]] | None = None,
 ) -> ExportResult:
-    """Write every table under `out/<table>/`; see the module's doc."""
+    """Write every table under `out/<table>/`; see the module's doc. `spark` is a session or
+    just a context (`session.get_context`): the job uses only the RDD API."""
     options = options or JobOptions()
     if mode not in ("error", "append", "overwrite"):
         raise ExportError(f"--mode must be append or overwrite, not {mode!r}")
@@ -306,13 +309,14 @@ def run_export(
     runs = list((manifest or {}).get("runs", []))
     run = max((r["run"] for r in runs), default=-1) + 1
     files, rows = planned or plan_inputs(inputs, options)
+    timing.mark("export planned")
     row_of = {}
     k = 0
     for i, r in enumerate(rows):
         if r.status == "ok":
             row_of[k] = i
             k += 1
-    sc = spark.sparkContext
+    sc = getattr(spark, "sparkContext", spark)
     written: list[str] = []
     counts = dict.fromkeys(TABLES, 0)
     if files:
@@ -322,7 +326,11 @@ def run_export(
             results = run_ranges(sc, files, options, out, run, rows, row_of)
         else:
             results = _run_direct(sc, files, options, out, run, rows, row_of)
+        timing.mark("job done")
         for r in results:
+            if r[0] == "timing":
+                for label, at in r[3]:
+                    timing.mark(f"task {r[1]} (pid {r[2]}): {label}", at)
             if r[0] == "capture":
                 row = rows[row_of[r[1]]]
                 row.packets = r[2]
@@ -340,8 +348,10 @@ def run_export(
             if row.status == "ok" and row.packets is None:
                 row.packets = 0
     written += _driver_files(out, run, rows, written)
+    timing.mark("driver files written")
     counts["anomalies"] += sum(r.status not in ("ok", "truncated") for r in rows)
     _commit(out, run, mode, runs, written, rows)
+    timing.mark("committed")
     return ExportResult(counts, rows, run, written)
 
 
@@ -402,8 +412,13 @@ def _run_direct(
 
 def _dissect(files: list[split.CaptureFile], options: JobOptions, out: str, run: int):  # noqa: ANN202
     def task(part: int, lists: Iterator[list[tuple[int, int, int]]]) -> Iterator[tuple]:
+        import time
+
+        marks = [("process started", timing.process_start()), ("task started", time.time())]
         from wiredump._engine import Dissector, TableFeed
         from wiredump.dissect.pipeline import Options
+
+        marks.append(("engine imported", time.time()))
 
         fsys, root = split.filesystem(out)
         writers: dict[str, _PartWriter] = {}
@@ -431,10 +446,14 @@ def _dissect(files: list[split.CaptureFile], options: JobOptions, out: str, run:
                     _add_native(writers, fsys, root, run, part, ready, date)
                 _add_native(writers, fsys, root, run, part, feed.finish(), date)
             end = feed.capture_end
+            marks.append((f"capture {index} share {k}/{n} dissected, CPU {timing.cpu():.2f} s", time.time()))
             if k == 0 and end is not None:
                 yield ("capture", index, end[1], end[2])
         for table, w in writers.items():
             yield ("file", table, w.path, w.close())
+        marks.append((f"files closed, CPU {timing.cpu():.2f} s", time.time()))
+        if timing.enabled():
+            yield ("timing", part, os.getpid(), marks)
 
     return task
 

@@ -13,12 +13,14 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import threading
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
 LOCAL_MASTER = "local[*]"
@@ -87,8 +89,11 @@ def under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
-def session_config(master: str | None, conf: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Every setting the session is built with (the master under `spark.master`)."""
+def session_config(
+    master: str | None, conf: Mapping[str, str] | None = None, jvm_options: str = ""
+) -> dict[str, str]:
+    """Every setting the session is built with (the master under `spark.master`); `jvm_options`
+    are added to the local driver JVM's (`wiredump.spark.jvm`)."""
     out: dict[str, str] = {}
     if master is None and not under_spark_submit():
         master = os.environ.get("WIREDUMP_SPARK_MASTER") or LOCAL_MASTER
@@ -97,12 +102,14 @@ def session_config(master: str | None, conf: Mapping[str, str] | None = None) ->
     local = master is not None and master.startswith("local")
     if local:
         out.update(LOCAL_DEFAULTS)
-        # Executors are threads of this machine: give their Python workers this interpreter.
+        # Executors are threads of this machine: give their Python workers this interpreter,
+        # and a daemon that imports its installed PySpark (`wiredump.spark.daemon`).
         out["spark.pyspark.python"] = sys.executable
         out["spark.pyspark.driver.python"] = sys.executable
+        out["spark.python.daemon.module"] = "wiredump.spark.daemon"
     out.update(ALWAYS)
     log = f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
-    out["spark.driver.extraJavaOptions"] = log
+    out["spark.driver.extraJavaOptions"] = f"{log} {jvm_options}" if local and jvm_options else log
     if local:
         out["spark.executor.extraJavaOptions"] = log
     out.update(conf or {})
@@ -152,22 +159,70 @@ def ship_package(settings: dict[str, str]) -> None:
 
 
 def get_session(
-    master: str | None = None, conf: Mapping[str, str] | None = None, app_name: str = "wiredump"
+    master: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    app_name: str = "wiredump",
+    make_archive: bool = False,
+    quick_jvm: bool = False,
 ) -> SparkSession:
-    """The active session if there is one (tests, notebooks, spark-submit), else a new one."""
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError as e:  # pragma: no cover - depends on the installation
-        raise SparkUnavailable("PySpark is not installed: pip install 'wiredump[spark]' (and Java 17)") from e
-    # PySpark warns that it has not been certified with the installed pandas; wiredump's jobs
-    # exchange Arrow batches and do not depend on pandas, so the warning is noise here.
-    warnings.filterwarnings(
-        "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning
-    )
+    """The active session if there is one (tests, notebooks, spark-submit), else a new one
+    (over `get_context`'s context: see there for the arguments)."""
+    _import_pyspark()
+    from pyspark.sql import SparkSession
+
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
-    settings = session_config(master, conf)
+    get_context(master, conf, app_name, make_archive, quick_jvm)
+    return SparkSession.builder.getOrCreate()  # takes the context's settings
+
+
+def get_context(
+    master: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    app_name: str = "wiredump",
+    make_archive: bool = False,
+    quick_jvm: bool = False,
+) -> SparkContext:
+    """The active SparkContext (a session's, spark-submit's) if there is one, else a new one.
+
+    For jobs that use only the RDD API (`wiredump spark export`): a SparkSession on top of the
+    context costs about a second of the JVM's start that such a job has no use for.
+    A local context's JVM maps the class archive when there is one (`wiredump.spark.jvm`);
+    `make_archive` makes it when there is none (the caller then ends with `jvm.finish`);
+    `quick_jvm` starts the light JVM (C1 only, serial GC: for jobs whose work is all in the
+    Python tasks).
+    """
+    return start_context(master, conf, app_name, make_archive, quick_jvm)()
+
+
+def start_context(
+    master: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    app_name: str = "wiredump",
+    make_archive: bool = False,
+    quick_jvm: bool = False,
+) -> Callable[[], SparkContext]:
+    """`get_context` in two steps: the JVM is launched now, on a thread, and the returned function
+    waits for it and makes the context (on the caller's thread, which keeps PySpark's Ctrl-C
+    handler). The caller does its own work meanwhile: launching the JVM takes a second or so of
+    waiting that nothing else in the run would fill. If the function is never called, the JVM
+    exits with this process (PySpark's JVM ends when its standard input closes)."""
+    _import_pyspark()
+    from pyspark import SparkConf, SparkContext
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return lambda: active.sparkContext
+    if SparkContext._active_spark_context is not None:  # noqa: SLF001 - PySpark's own record of it
+        sc = SparkContext._active_spark_context  # noqa: SLF001
+        return lambda: sc
+    from wiredump.spark import jvm
+
+    local = (master or os.environ.get("WIREDUMP_SPARK_MASTER") or LOCAL_MASTER).startswith("local")
+    options = jvm.startup_options(make_archive, quick_jvm) if local and not under_spark_submit() else ""
+    settings = session_config(master, conf, options)
     if settings.get("spark.master", "").startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -177,14 +232,55 @@ def get_session(
         # PySpark started from Python (not spark-submit) takes the executors' Python only from
         # PYSPARK_PYTHON and ignores this setting: make it count.
         os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
-    builder = SparkSession.builder.appName(app_name)
+    spark_conf = SparkConf().setAppName(app_name)
     for key, value in settings.items():
-        builder = builder.config(key, value)
+        spark_conf.set(key, value)
+    launched: dict[str, Any] = {}
+
+    def launch() -> None:
+        from pyspark.java_gateway import launch_gateway
+
+        try:
+            launched["gateway"] = None if under_spark_submit() else launch_gateway(spark_conf)
+        except BaseException as e:  # noqa: BLE001 - raised on the caller's thread
+            launched["error"] = e
+        # What PySpark's context set-up imports next (`pyspark.testing.utils`, which imports
+        # pandas: a quarter of a second), while the caller still has work of its own.
+        _preimport()
+
+    thread = threading.Thread(target=launch, name="wiredump-jvm-start", daemon=True)
+    thread.start()
+
+    def context() -> SparkContext:
+        thread.join()
+        try:
+            if "error" in launched:
+                raise launched["error"]
+            sc = SparkContext(conf=spark_conf, gateway=launched["gateway"])
+        except Exception as e:  # Java missing, bad master URL…
+            if "JAVA_HOME" in str(e) or "Java gateway" in str(e):
+                raise SparkUnavailable(f"cannot start Spark (is Java 17 installed?): {e}") from e
+            raise
+        sc.setLogLevel("ERROR")
+        return sc
+
+    return context
+
+
+def _import_pyspark() -> None:
     try:
-        spark = builder.getOrCreate()
-    except Exception as e:  # Java missing, bad master URL…
-        if "JAVA_HOME" in str(e) or "Java gateway" in str(e):
-            raise SparkUnavailable(f"cannot start Spark (is Java 17 installed?): {e}") from e
-        raise
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+        import pyspark  # noqa: F401
+    except ImportError as e:  # pragma: no cover - depends on the installation
+        raise SparkUnavailable("PySpark is not installed: pip install 'wiredump[spark]' (and Java 17)") from e
+    # PySpark warns that it has not been certified with the installed pandas; wiredump's jobs
+    # exchange Arrow batches and do not depend on pandas, so the warning is noise here.
+    warnings.filterwarnings(
+        "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning
+    )
+
+
+def _preimport() -> None:
+    try:
+        import pyspark.testing.utils  # noqa: F401
+    except Exception:  # noqa: BLE001 - only a head start: the context imports it itself anyway
+        pass
