@@ -76,14 +76,13 @@ def test_local_workers_import_the_installed_pyspark(tmp_path: Path) -> None:
 
 
 @pytest.mark.spark
-def test_first_run_makes_the_class_archive_later_runs_map_it(captures: Path, tmp_path: Path) -> None:
+def test_first_run_makes_the_class_archive_later_runs_map_it(
+    captures: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _java()
-    import tempfile
-
     from wiredump.spark import jvm
 
-    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
-    (tmp_path / "tmp").mkdir()
+    env = {**os.environ, "WIREDUMP_CACHE_DIR": str(tmp_path / "tmp")}
 
     def export(out: str) -> subprocess.CompletedProcess[str]:
         cmd = [sys.executable, "-m", "wiredump", "spark", "export", str(captures / CAPTURE), "-o", out]
@@ -91,21 +90,17 @@ def test_first_run_makes_the_class_archive_later_runs_map_it(captures: Path, tmp
 
     first = export(str(tmp_path / "a"))
     assert first.returncode == 0, first.stderr
-    made = sorted((tmp_path / "tmp").glob("wiredump-spark-classes-*"))
+    made = sorted((tmp_path / "tmp").glob("spark-classes-*"))
     assert [p.suffix for p in made] == [".jsa"], made  # kept, and no half-written .tmp left
     assert made[0].stat().st_size > 1 << 20
     # Where later runs look is where the first one put it, and they map it.
-    saved = tempfile.tempdir
-    tempfile.tempdir = str(tmp_path / "tmp")
-    try:
-        assert jvm.archive_path() == made[0]
-        assert f"-XX:SharedArchiveFile={made[0]}" in jvm.startup_options(make_archive=True, quick=True)
-    finally:
-        tempfile.tempdir = saved
+    monkeypatch.setenv("WIREDUMP_CACHE_DIR", str(tmp_path / "tmp"))
+    assert jvm.archive_path() == made[0]
+    assert f"-XX:SharedArchiveFile={made[0]}" in jvm.startup_options(make_archive=True, quick=True)
     second = export(str(tmp_path / "b"))
     assert second.returncode == 0, second.stderr
     assert second.stderr.splitlines()[-1] == first.stderr.splitlines()[-1]  # the same row counts
-    assert sorted((tmp_path / "tmp").glob("wiredump-spark-classes-*")) == made
+    assert sorted((tmp_path / "tmp").glob("spark-classes-*")) == made
     # The archive was kept because it passed the check; a truncated copy of it does not (HotSpot
     # 17 crashes on one even with -Xshare:auto, so such a file must never be kept).
     cut = tmp_path / "cut.jsa"
@@ -117,3 +112,28 @@ def test_first_run_makes_the_class_archive_later_runs_map_it(captures: Path, tmp
     # The JVM that crashed on it left no crash report behind (in the archive's folder or here).
     assert not list(tmp_path.glob("hs_err_pid*.log"))
     assert set(Path.cwd().glob("hs_err_pid*.log")) == before
+
+
+def test_kept_files_only_in_a_directory_no_other_user_can_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wiredump.spark import cache, jvm
+
+    own = tmp_path / "own"
+    monkeypatch.setenv("WIREDUMP_CACHE_DIR", str(own))
+    assert cache.private_dir() == own  # made on first use, this user's only
+    assert own.stat().st_mode & 0o777 == 0o700
+    # A directory others may write to (a planted or shared one) is not used: nothing kept there.
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv("WIREDUMP_CACHE_DIR", str(shared))
+    assert cache.private_dir() is None
+    if jvm.java_binary() is not None:
+        assert jvm.archive_path() is None
+    fresh = cache.kept_dir()  # made anew, private, outside it
+    assert fresh.parent != shared and fresh.stat().st_mode & 0o777 == 0o700
+    # Without WIREDUMP_CACHE_DIR: XDG_CACHE_HOME/wiredump.
+    monkeypatch.delenv("WIREDUMP_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache.private_dir() == tmp_path / "xdg" / "wiredump"

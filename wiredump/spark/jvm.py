@@ -28,9 +28,10 @@ import hashlib
 import os
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from wiredump.spark.cache import private_dir
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -70,7 +71,11 @@ def archive_path() -> Path | None:
             return None
         h.update(f"{p}:{st.st_size}:{st.st_mtime_ns}\n".encode())
     h.update(pyspark.__version__.encode())
-    return Path(tempfile.gettempdir()) / f"wiredump-spark-classes-{h.hexdigest()[:16]}.jsa"
+    # Mapped into the JVM: only from a directory no other user can write (`cache`).
+    kept = private_dir()
+    if kept is None:
+        return None
+    return kept / f"spark-classes-{h.hexdigest()[:16]}.jsa"
 
 
 def startup_options(make_archive: bool, quick: bool) -> str:

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 import threading
 import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from wiredump.spark.cache import kept_dir
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -76,7 +77,7 @@ class SparkUnavailable(Exception):
 
 
 def _log4j_file() -> Path:
-    path = Path(tempfile.gettempdir()) / "wiredump-spark-log4j2.properties"
+    path = kept_dir() / "spark-log4j2.properties"
     if not path.exists() or path.read_text() != LOG4J2:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(LOG4J2)
@@ -139,7 +140,8 @@ def package_archive() -> Path:
     for p in files:
         st = p.stat()
         h.update(f"{p.relative_to(pkg)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-    path = Path(tempfile.gettempdir()) / f"wiredump-{h.hexdigest()[:16]}.tar.gz"
+    # Shipped to executors and imported there: kept only where no other user can write.
+    path = kept_dir() / f"package-{h.hexdigest()[:16]}.tar.gz"
     if not path.exists():
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         with tarfile.open(tmp, "w:gz") as tar:
