@@ -137,3 +137,25 @@ def test_kept_files_only_in_a_directory_no_other_user_can_write(
     monkeypatch.delenv("WIREDUMP_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert cache.private_dir() == tmp_path / "xdg" / "wiredump"
+
+
+def test_half_made_archives_of_ended_runs_are_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wiredump.spark import jvm
+
+    if jvm.java_binary() is None:
+        pytest.skip("no Java")
+    monkeypatch.setenv("WIREDUMP_CACHE_DIR", str(tmp_path))
+    path = jvm.archive_path()
+    assert path is not None
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    ended = path.with_name(f"{path.name}.{int(dead.stdout)}.tmp")  # its process has exited
+    running = path.with_name(f"{path.name}.{os.getppid()}.tmp")  # its process is alive
+    for p in (ended, running):
+        p.write_bytes(b"half")
+    options = jvm.startup_options(make_archive=True, quick=False)
+    assert f"-XX:ArchiveClassesAtExit={path}.{os.getpid()}.tmp" in options
+    assert not ended.exists() and running.exists()

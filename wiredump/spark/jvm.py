@@ -88,8 +88,29 @@ def startup_options(make_archive: bool, quick: bool) -> str:
     if path is not None and path.is_file():
         opts += [f"-XX:SharedArchiveFile={path}", "-Xshare:auto", QUIET]
     elif path is not None and make_archive:
+        _sweep(path)
         opts += [f"{DUMP_FLAG}{path}.{os.getpid()}.tmp", QUIET]
     return " ".join(opts)
+
+
+def _sweep(path: Path) -> None:
+    """Removes the half-made archives of runs that ended without `finish` (a usage error after
+    the JVM was launched, an interrupted run): their JVM still wrote one as the process exited,
+    under the process's id, and nothing would ever check, keep or remove it (~35–120 MB each)."""
+    for part in path.parent.glob(f"{path.name}.*.tmp"):
+        pid = part.name[len(path.name) + 1 : -len(".tmp")]
+        if pid.isdigit() and not _alive(int(pid)):
+            part.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
 
 
 def finish(spark: SparkSession | SparkContext) -> None:
