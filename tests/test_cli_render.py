@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+from pathlib import Path
 
 import pytest
 from rich.cells import cell_len
@@ -198,3 +199,31 @@ def test_annotate_reply_verdicts_keep_order():
         (20, None, None),
     ]
     assert [i.ev.kind for i in items] == [e.kind for e in events]  # nothing lost, order kept
+
+
+# ANSI SGR codes of rich's standard styles (ECMA-48: 1 bold, 32 green, 33 yellow, 35 magenta, 36 cyan).
+_SGR = {"bold cyan": "1;36", "bold magenta": "1;35", "bold green": "1;32", "bold yellow": "1;33"}
+
+
+@pytest.mark.parametrize(
+    ("protocol", "capture"),
+    [
+        ("kafka", "kafka/kafka-python-basic.pcap"),
+        ("pulsar", "pulsar/s01-producer-nobatch.pcap"),
+        ("pravega", "pravega/p01-writer-reader-basic.pcap"),
+        ("tank", "tank/t01-basic.pcap"),
+    ],
+)
+def test_protocol_colour_is_the_protocols_own(captures, protocol, capture):
+    """Each protocol's name is coloured as the protocol declares (`STYLE` in its `names` module,
+    read through the registry); the renderer itself names no protocol."""
+    from wiredump.dissect.protocols import all_protocols
+
+    path = captures / capture
+    style = all_protocols()[protocol].style()
+    _, raw = rich_timeline(path, 200)
+    assert f"\x1b[{_SGR[style]}m{protocol}" in raw
+    assert len({spec.style() for spec in all_protocols().values()}) == len(all_protocols())
+    for module in ("render", "follow", "stats"):
+        text = (Path(__file__).parents[1] / "wiredump" / "cli" / f"{module}.py").read_text()
+        assert not [p for p in all_protocols() if f'"{p}"' in text], module

@@ -18,7 +18,7 @@ from rich.text import Text
 from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, app, make_options
 from wiredump.cli.escape import escape
 from wiredump.cli.output import Out
-from wiredump.cli.render import PROTOCOL_STYLES, STATUS_STYLES, Clock, endpoint, format_latency, plural
+from wiredump.cli.render import STATUS_STYLES, Clock, endpoint, format_latency, plural, protocol_style
 from wiredump.cli.source import Progress, Run, annotate
 from wiredump.cli.timeline import Color, Filter, ProgressOpt, compile_or_exit
 from wiredump.dissect.model import Frame
@@ -115,7 +115,7 @@ def follow(
                 _header(out, width, client, server, f.protocol)
             if flt is not None and not flt.matches(f, ev.capture):
                 continue
-            style = PROTOCOL_STYLES.get(f.protocol, "bold")
+            style = protocol_style(f.protocol)
             bad = f.status != "ok" or bool(f.error) or item.reply == "unanswered"
             for line, head in conversation_lines(f, clock.format(f.ts_us), item.reply, width):
                 out.line(
@@ -167,7 +167,7 @@ def _header(out: Out, width: int, client: str, server: str, protocol: str | None
     out.line(line, lambda: Text(line, "bold", no_wrap=True, overflow="ellipsis"))
     rule = f"{'─' * (width - half - 1)} {protocol or '?'} {'─' * max(0, half - len(protocol or '?') - 2)}"
     rule = rule[:width]
-    out.line(rule, lambda: Text(rule, PROTOCOL_STYLES.get(protocol or "", "dim"), no_wrap=True))
+    out.line(rule, lambda: Text(rule, protocol_style(protocol, "dim"), no_wrap=True))
 
 
 def _styled(line: str, head: bool, style: str, bad: bool) -> Text:

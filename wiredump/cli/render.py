@@ -12,6 +12,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import cache
 from typing import Any
 
 from rich.text import Text
@@ -19,12 +20,20 @@ from rich.text import Text
 from wiredump.cli.escape import escape
 from wiredump.dissect.model import Anomaly, Frame, Message
 
-PROTOCOL_STYLES = {
-    "kafka": "bold cyan",
-    "pulsar": "bold magenta",
-    "pravega": "bold green",
-    "tank": "bold yellow",
-}
+
+@cache
+def _protocol_styles() -> dict[str, str]:
+    """Each registered protocol's colour, as the protocol declares it (`ProtocolSpec.style`)."""
+    from wiredump.dissect.protocols import all_protocols
+
+    return {name: spec.style() for name, spec in all_protocols().items()}
+
+
+def protocol_style(protocol: str | None, default: str = "bold") -> str:
+    """The rich style of a protocol's name; `default` for a name no protocol registered."""
+    return _protocol_styles().get(protocol or "", default)
+
+
 STATUS_STYLES = {
     "malformed": "bold red",
     "bad_checksum": "bold red",
@@ -260,7 +269,7 @@ def rich_line(p: Parts, width: int) -> Text:
         t.append(" ")
     else:
         t.append(f"{p.arrow} ", "bold")
-    t.append(f"{p.protocol:<7} ", PROTOCOL_STYLES.get(p.protocol, "bold"))
+    t.append(f"{p.protocol:<7} ", protocol_style(p.protocol))
     t.append(p.type, "bold red" if p.error else "bold")
     shown = list(p.badges)
     cid = f" {p.cid}" if p.cid else ""

@@ -22,11 +22,11 @@ from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, app, make_options
 from wiredump.cli.escape import escape
 from wiredump.cli.output import Out
 from wiredump.cli.render import (
-    PROTOCOL_STYLES,
     endpoint,
     format_latency,
     plain_table,
     plural,
+    protocol_style,
     short_latency,
 )
 from wiredump.cli.source import Progress, Run
@@ -235,7 +235,7 @@ def print_rich(out: Out, result: dict[str, Any]) -> None:
         )
     for row in trows:
         cells: list[Text | str] = list(row)
-        cells[0] = Text(row[0], PROTOCOL_STYLES.get(row[0], ""))
+        cells[0] = Text(row[0], protocol_style(row[0], ""))
         if row[4] != "-":
             cells[4] = Text(row[4], "red")
         if row[9] != "0":
@@ -258,7 +258,7 @@ def print_rich(out: Out, result: dict[str, Any]) -> None:
         )
     for row in crows:
         cells = list(row)
-        cells[3] = Text(row[3], PROTOCOL_STYLES.get(row[3], ""))
+        cells[3] = Text(row[3], protocol_style(row[3], ""))
         if row[6] != "0":
             cells[6] = Text(row[6], "bold red")
         c.add_row(*cells)
@@ -281,7 +281,7 @@ def print_rich(out: Out, result: dict[str, Any]) -> None:
         h.add_column("bar", no_wrap=True, overflow="crop")
         h.add_column("count", justify="right", no_wrap=True)
         for proto, label, bar, n in histogram_lines(result, out.width - 12, "█"):
-            h.add_row(Text(proto, PROTOCOL_STYLES.get(proto, "")), label, Text(bar, "green"), str(n))
+            h.add_row(Text(proto, protocol_style(proto, "")), label, Text(bar, "green"), str(n))
         out.render(h)
     out.flush()
 

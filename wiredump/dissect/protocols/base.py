@@ -63,6 +63,12 @@ class ProtocolSpec:
         module = _own_module(self, "names")
         return tuple(getattr(module, "KEEPALIVE_TYPES", ())) if module is not None else ()
 
+    def style(self) -> str:
+        """How the CLI colours this protocol's name (a rich style, `bold cyan`): the `STYLE` of the
+        protocol's `names` module, so the renderer names no protocol; plain `bold` without one."""
+        module = _own_module(self, "names")
+        return str(getattr(module, "STYLE", "bold")) if module is not None else "bold"
+
     def anomaly_kinds(self) -> list[AnomalyKind]:
         """The anomaly kinds only this protocol reports (name, severity, meaning), each declared once.
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from wiredump.dissect.protocols.kafka import schema
 
+STYLE = "bold cyan"
+"""How the CLI colours the protocol's name (a rich style; `ProtocolSpec.style`)."""
+
 SESSION_TYPES = ("Unknown", "TLS", "SaslToken")
 KEEPALIVE_TYPES = ("Heartbeat",)
 """A consumer's periodic Heartbeat: how many come depends on timing (`check`'s baselines skip it)."""

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from wiredump.dissect.protocols.pravega.commands import COMMANDS
 
+STYLE = "bold green"
+"""How the CLI colours the protocol's name (a rich style; `ProtocolSpec.style`)."""
+
 KEEPALIVE_TYPES = ("KeepAlive",)
 """Sent both ways while a connection idles: how many depends on timing (`check`'s baselines skip them)."""
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from wiredump.dissect.protocols.pulsar import schema
 
+STYLE = "bold magenta"
+"""How the CLI colours the protocol's name (a rich style; `ProtocolSpec.style`)."""
+
 SESSION_TYPES = ("PROXY_PROTOCOL",)
 KEEPALIVE_TYPES = ("PING", "PONG")
 """The connection's keep-alive probes: how many come depends on timing (`check`'s baselines skip them)."""

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from wiredump.dissect.protocols.tank import constants as C
 
+STYLE = "bold yellow"
+"""How the CLI colours the protocol's name (a rich style; `ProtocolSpec.style`)."""
+
 SESSION_TYPES = ("Unknown",)
 
 
