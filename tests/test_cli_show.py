@@ -182,6 +182,48 @@ def test_show_marks_a_field_by_name(capsys, kafka_basic):
     assert len(runs) == 2
 
 
+def _first_marked_offset(out: str) -> int:
+    """The frame offset of the first bracketed byte of a plain hex dump (`0010  6c[64 …`)."""
+    for line in out.splitlines():
+        m = re.match(r"^([0-9a-f]{4})([ \[].*)$", line)
+        if not m or "[" not in m.group(2)[:51]:
+            continue
+        before = m.group(2)[: m.group(2).index("[")]
+        return int(m.group(1), 16) + len(re.findall(r"[0-9a-f]{2}", before))
+    raise AssertionError("nothing marked")
+
+
+def test_show_marks_kafka_header_fields(capsys, kafka_basic):
+    """Kafka's header fields are declared from the frame (`kafka.correlation_id`…) and the
+    decoder keeps their spans: `--mark correlation_id` and `--mark api_key` are accepted and
+    bracket the header's bytes. Expected bytes come from pdus.tsv (written by another decoder)
+    and Kafka's header layout: a request is length(4) api_key(2) api_version(2)
+    correlation_id(4), a response length(4) correlation_id(4), all big-endian."""
+    rows = read_tsv(kafka_basic.with_name("kafka-python-basic.pdus.tsv"))
+
+    def whole(r: dict[str, str]) -> bool:  # the packet holds exactly this one PDU
+        n = int(r["first_frame"])
+        return n == int(r["last_frame"]) and len(pcap_payload(kafka_basic, n)) == int(r["length"]) + 4
+
+    req = next(r for r in rows if r["dir"] == "req" and r["api_name"] == "Produce" and whole(r))
+    resp = next(r for r in rows if r["dir"] == "resp" and r["api_name"] == "Produce" and whole(r))
+    for r, at in ((req, 8), (resp, 4)):
+        packet = int(r["first_frame"])
+        res = run_cli(capsys, "show", kafka_basic, "-p", str(packet), "-x", "--mark", "correlation_id")
+        assert res.code == 0, res.err
+        cid = int(r["correlation_id"]).to_bytes(4, "big", signed=True)
+        assert _marked_runs(res.out) == [cid]
+        assert _first_marked_offset(res.out) == at  # the header's place, not another copy
+        assert pcap_payload(kafka_basic, packet)[at : at + 4] == cid
+    res = run_cli(capsys, "show", kafka_basic, "-p", req["first_frame"], "-x", "--mark", "api_key")
+    assert res.code == 0, res.err
+    assert _marked_runs(res.out) == [int(req["api_key"]).to_bytes(2, "big")]
+    assert _first_marked_offset(res.out) == 4
+    # A name no declaration knows is still refused.
+    res = run_cli(capsys, "show", kafka_basic, "-p", req["first_frame"], "-x", "--mark", "correlation_idd")
+    assert res.code == 2 and "correlation_id" in res.err
+
+
 def test_show_marks_numbers_by_their_span(capsys, kafka_basic):
     """Numbers have no value to search for: their spans mark them. Packet 45 is a Produce with
     required acks -1 and a 30000 ms timeout (tshark's kafka.required_acks and kafka.timeout);

@@ -45,10 +45,12 @@ MESSAGE_ATTRS = (
 class FieldDecl:
     """One field a protocol decodes, as filters and `-e` name it.
 
-    Exactly one of `keys`, `message` or `frame` says where the value is found:
+    One of `keys`, `message` or `frame` says where the value is found:
     `keys` are keys of the frame's decoded tree (`Frame.fields`) matched at any depth
     (`"parent/key"` only inside an element of `parent`); `message` an attribute of each
-    carried message (needs per-message decoding); `frame` an attribute of the frame.
+    carried message (needs per-message decoding); `frame` an attribute of the frame. A field
+    read from the frame may have `keys` too: where the decoder read it in the tree (Kafka's
+    header fields), which is what `--mark` highlights; its value still comes from the frame.
     Every value found counts: a repeated field matches a filter when any value does,
     as in tshark.
     """

@@ -54,7 +54,9 @@ FRAME = (
     ("correlation_id", INT, "Correlation id pairing a response with its request", "correlation_id"),
 )
 """Header values a response does not repeat: read from the frame, which has them for both directions
-(as tshark shows kafka.api_key on responses)."""
+(as tshark shows kafka.api_key on responses). Each is also the key `header/<name>` of the decoded
+tree where the decoder read it (a request's header, a response's correlation id): its byte span,
+which `--mark <name>` highlights."""
 
 ALIASES: dict[str, tuple[str, str]] = {
     # tshark name: (our name, why)
@@ -131,7 +133,9 @@ def declare() -> list[FieldDecl]:
         if parent is not None and name == "index" and "Partition" in struct_types.get(parent, ""):
             partition_parents.add(parent)
 
-    out: list[FieldDecl] = [FieldDecl(f"kafka.{n}", t, d, frame=attr) for n, t, d, attr in FRAME]
+    out: list[FieldDecl] = [
+        FieldDecl(f"kafka.{n}", t, d, keys=(f"header/{n}",), frame=attr) for n, t, d, attr in FRAME
+    ]
     out.append(
         FieldDecl("kafka.client_id", STR, "Client id in the request header", keys=("header/client_id",))
     )
