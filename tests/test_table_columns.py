@@ -91,3 +91,33 @@ def test_filter_columns_agree_with_the_frames_declaration() -> None:
         col = FILTER_COLUMNS[c.name]
         want = STR if c.type == S else INT
         assert col.type == want, c.name
+
+
+def test_rows_read_the_declared_columns() -> None:
+    """The frames, exchanges, anomalies and connections rows are read in the declared column
+    order (tables.json, no list of their own); a column whose attribute the model lacks is
+    refused when the module loads."""
+    import dataclasses
+
+    from wiredump.dissect import tables
+    from wiredump.dissect.model import ConnectionSummary, Frame
+
+    f = Frame("kafka", "Produce", 0, packet=12, first_packet=11, ts_us=1_700_000_000_000_001, stream=3)
+    f.src, f.src_port, f.dst, f.dst_port, f.latency_us, f.summary = "10.0.0.1", 4000, "10.0.0.2", 9092, 7, "s"
+    row = tables.frame_row(f, "cap")
+    assert row["ts"] == 1_700_000_000_000_001 and row["packet"] == 12 and row["first_packet"] == 11
+    assert (row["src"], row["src_port"], row["dst_port"], row["latency_us"]) == ("10.0.0.1", 4000, 9092, 7)
+    assert list(row) == SCHEMAS["frames"].names
+    c = ConnectionSummary(
+        5, "10.0.0.1", 4000, "10.0.0.2", 9092, "kafka", 9, 100, 200, 4, 0, 1, 10, 20, "closed"
+    )
+    row = tables.connection_row(c, "cap")
+    assert (row["stream"], row["first_ts"], row["last_ts"], row["state"]) == (5, 10, 20, "closed")
+    assert (row["bytes_client"], row["bytes_server"], row["retransmissions"]) == (100, 200, 1)
+
+    @dataclasses.dataclass
+    class NoLatency:
+        stream: int = 0
+
+    with pytest.raises(ImportError, match="latency_us"):
+        tables._getter("exchanges", NoLatency)

@@ -53,9 +53,11 @@ def test_plain_frame_is_plain_line_of_parts(path: Path) -> None:
         assert plain_frame(f, time, reply, after) == plain_line(parts(f, time, reply, after))
 
 
-def test_frames_made_by_keywords_when_the_declared_order_differs(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The Dissector fills `Frame` positionally only when the class declares the fields in the order
-    it converts them; a class declared otherwise gets keywords, and the same values."""
+def test_frames_follow_the_dataclass_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine reads `Frame`'s field order from the dataclass (the one declaration, no list of
+    its own): a class declared in another order gets the same values; one with a field the engine
+    does not fill (with a default) is made with keywords; one without a field the engine fills is
+    refused rather than losing it."""
     import dataclasses
 
     from wiredump.dissect import model
@@ -66,11 +68,24 @@ def test_frames_made_by_keywords_when_the_declared_order_differs(monkeypatch: py
     reordered = dataclasses.make_dataclass(
         "Frame", list(reversed([(n, t, dataclasses.field(default=None)) for n, t, _ in declared]))
     )
-    monkeypatch.setattr(model, "Frame", reordered)
-    got = [e.obj for e in dissect([str(path)], Options()) if e.kind == FRAME]
-    assert got and all(type(f) is reordered for f in got)
-    assert len(got) == len(expected)
-    for a, b in zip(expected, got, strict=True):
-        for name, _, _ in declared:
-            if name not in ("anomalies", "messages", "partitions", "context"):
-                assert getattr(b, name) == getattr(a, name), name
+    extra = dataclasses.make_dataclass(
+        "Frame",
+        [("first_of_all", int, dataclasses.field(default=7))]
+        + [(n, t, dataclasses.field(default=None)) for n, t, _ in declared],
+    )
+    for cls in (reordered, extra):
+        monkeypatch.setattr(model, "Frame", cls)
+        got = [e.obj for e in dissect([str(path)], Options()) if e.kind == FRAME]
+        assert got and all(type(f) is cls for f in got)
+        assert len(got) == len(expected)
+        for a, b in zip(expected, got, strict=True):
+            for name, _, _ in declared:
+                if name not in ("anomalies", "messages", "partitions", "context"):
+                    assert getattr(b, name) == getattr(a, name), name
+    assert all(f.first_of_all == 7 for f in got)
+    lacking = dataclasses.make_dataclass(
+        "Frame", [(n, t, dataclasses.field(default=None)) for n, t, _ in declared if n != "latency_us"]
+    )
+    monkeypatch.setattr(model, "Frame", lacking)
+    with pytest.raises(TypeError, match="latency_us"):
+        list(dissect([str(path)], Options()))

@@ -20,6 +20,7 @@ time, no path), so exporting a capture twice gives byte-identical files.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, timedelta, timezone
@@ -31,7 +32,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from wiredump.dissect.columns import TS_MS, TS_US, schema  # noqa: F401 (TS_*: kept importable from here)
+from wiredump.dissect.columns import TS_MS, TS_US, ColumnDecl, declared, schema  # noqa: F401 (TS_*: kept importable from here)
 from wiredump.dissect.model import Anomaly, ConnectionSummary, Exchange, Frame, Message
 from wiredump.dissect.writer_thread import BackgroundWriter
 
@@ -124,64 +125,34 @@ def to_json(fields: Any) -> str:
 
 
 # -- rows as tuples in schema order ----------------------------------------------------------------
-_FRAME_COLS = attrgetter(
-    "packet",
-    "first_packet",
-    "ts_us",
-    "stream",
-    "src",
-    "src_port",
-    "dst",
-    "dst_port",
-    "protocol",
-    "role",
-    "kind",
-    "type",
-    "type_code",
-    "version",
-    "correlation_id",
-    "length",
-    "status",
-    "error_code",
-    "error",
-    "peer_packet",
-    "latency_us",
-    "summary",
-)
+def _attr(c: ColumnDecl) -> str:
+    """The model attribute a column is read from: its name, with the unit a timestamp's attribute
+    carries (`ts` ← `Frame.ts_us`, `timestamp` ← `Message.timestamp_ms`)."""
+    if c.type.startswith("timestamp["):
+        return f"{c.name}_{c.type[len('timestamp[') :].split(',')[0]}"
+    return c.name
+
+
+def _getter(table: str, model: type, skip: tuple[str, ...] = ("capture",)) -> Any:
+    """One `attrgetter` of a table's columns in declared order (`tables.json`, the one
+    declaration), but those in `skip` (the capture, computed columns): a column added there
+    is read here with no list to keep in step. A column whose attribute the model lacks is
+    refused at import, not found at the first row."""
+    names = [_attr(c) for c in declared()[table].columns if c.name not in skip]
+    known = {f.name for f in dataclasses.fields(model)}
+    missing = [n for n in names if n not in known]
+    if missing:
+        raise ImportError(f"{table} columns without a {model.__name__} attribute: {missing}")
+    return attrgetter(*names)
+
+
+_FRAME_COLS = _getter("frames", Frame, ("capture", "detail"))
 _FRAME_PLACE = attrgetter("packet", "stream", "protocol")
 _MESSAGE_HEAD = attrgetter("direction", "topic", "partition", "offset", "message_id", "key", "value_size")
 _MESSAGE_TAIL = attrgetter("timestamp_ms", "headers", "compression", "checksum_ok")
-_ANOMALY_COLS = attrgetter("packet", "stream", "protocol", "kind", "offset", "detail")
-_EXCHANGE_COLS = attrgetter(
-    "stream",
-    "protocol",
-    "type",
-    "correlation_id",
-    "request_packet",
-    "response_packet",
-    "request_ts_us",
-    "response_ts_us",
-    "latency_us",
-    "error_code",
-    "status",
-)
-_CONNECTION_COLS = attrgetter(
-    "stream",
-    "client",
-    "client_port",
-    "server",
-    "server_port",
-    "protocol",
-    "packets",
-    "bytes_client",
-    "bytes_server",
-    "frames",
-    "gaps",
-    "retransmissions",
-    "first_ts_us",
-    "last_ts_us",
-    "state",
-)
+_ANOMALY_COLS = _getter("anomalies", Anomaly)
+_EXCHANGE_COLS = _getter("exchanges", Exchange)
+_CONNECTION_COLS = _getter("connections", ConnectionSummary)
 
 
 def frame_tuple(f: Frame, capture: str) -> tuple[Any, ...]:

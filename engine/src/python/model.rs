@@ -8,71 +8,130 @@ use pyo3::IntoPyObjectExt;
 
 use crate::model::{Anomaly, Exchange, Fields, Frame, Message, TopicPartition, Value};
 
-/// The `Frame` fields the conversion fills, in the order `wiredump.dissect.model.Frame` declares
-/// them: when the class declares exactly these first (any fields after them keep their
-/// defaults), a frame is made with positional arguments, which binds faster than 32 keywords
-/// (a frame per line is the timeline's hot path); otherwise with keywords.
-const FRAME_ORDER: [&str; 33] = [
-    "protocol",
-    "type",
-    "type_code",
-    "kind",
-    "version",
-    "correlation_id",
-    "status",
-    "error_code",
-    "error",
-    "summary",
-    "fields",
-    "messages",
-    "anomalies",
-    "context",
-    "partitions",
-    "role",
-    "packet",
-    "first_packet",
-    "ts_us",
-    "stream",
-    "src",
-    "src_port",
-    "dst",
-    "dst_port",
-    "length",
-    "data",
-    "peer_packet",
-    "latency_us",
-    "awaiting",
-    "exchange_done",
-    "released",
-    "messages_counted",
-    "spans",
+/// A `Frame` attribute the conversion fills.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FrameAttr {
+    Anomalies,
+    Awaiting,
+    Context,
+    CorrelationId,
+    Data,
+    Dst,
+    DstPort,
+    Error,
+    ErrorCode,
+    ExchangeDone,
+    Fields,
+    FirstPacket,
+    Kind,
+    LatencyUs,
+    Length,
+    Messages,
+    MessagesCounted,
+    Packet,
+    Partitions,
+    PeerPacket,
+    Protocol,
+    Released,
+    Role,
+    Spans,
+    Src,
+    SrcPort,
+    Status,
+    Stream,
+    Summary,
+    TsUs,
+    Type,
+    TypeCode,
+    Version,
+}
+
+/// Every attribute the conversion fills, by its Python name (alphabetical: the order a frame is
+/// built in is not declared here but read from the dataclass, see [`FrameOrder`]).
+const FRAME_ATTRS: [(&str, FrameAttr); 33] = [
+    ("anomalies", FrameAttr::Anomalies),
+    ("awaiting", FrameAttr::Awaiting),
+    ("context", FrameAttr::Context),
+    ("correlation_id", FrameAttr::CorrelationId),
+    ("data", FrameAttr::Data),
+    ("dst", FrameAttr::Dst),
+    ("dst_port", FrameAttr::DstPort),
+    ("error", FrameAttr::Error),
+    ("error_code", FrameAttr::ErrorCode),
+    ("exchange_done", FrameAttr::ExchangeDone),
+    ("fields", FrameAttr::Fields),
+    ("first_packet", FrameAttr::FirstPacket),
+    ("kind", FrameAttr::Kind),
+    ("latency_us", FrameAttr::LatencyUs),
+    ("length", FrameAttr::Length),
+    ("messages", FrameAttr::Messages),
+    ("messages_counted", FrameAttr::MessagesCounted),
+    ("packet", FrameAttr::Packet),
+    ("partitions", FrameAttr::Partitions),
+    ("peer_packet", FrameAttr::PeerPacket),
+    ("protocol", FrameAttr::Protocol),
+    ("released", FrameAttr::Released),
+    ("role", FrameAttr::Role),
+    ("spans", FrameAttr::Spans),
+    ("src", FrameAttr::Src),
+    ("src_port", FrameAttr::SrcPort),
+    ("status", FrameAttr::Status),
+    ("stream", FrameAttr::Stream),
+    ("summary", FrameAttr::Summary),
+    ("ts_us", FrameAttr::TsUs),
+    ("type", FrameAttr::Type),
+    ("type_code", FrameAttr::TypeCode),
+    ("version", FrameAttr::Version),
 ];
 
-/// Whether `Frame`'s dataclass fields start with [`FRAME_ORDER`] and those after it have
-/// defaults (so positional arguments bind each value to its own field).
-fn frame_is_positional(frame: &Bound<'_, PyAny>) -> PyResult<bool> {
-    let py = frame.py();
-    let dc = py.import("dataclasses")?;
-    let missing = dc.getattr("MISSING")?;
-    let declared = dc.call_method1("fields", (frame,))?;
-    let mut n = 0;
-    for (i, f) in declared.try_iter()?.enumerate() {
-        let f = f?;
-        let name: String = f.getattr("name")?.extract()?;
-        match FRAME_ORDER.get(i) {
-            Some(want) if *want != name => return Ok(false),
-            Some(_) => {}
-            None => {
-                let no_default = f.getattr("default")?.is(&missing)
-                    && f.getattr("default_factory")?.is(&missing);
-                if no_default {
-                    return Ok(false);
+/// How a `Frame` is made, read from the dataclass (`wiredump.dissect.model.Frame`, the one
+/// declaration of its attributes and their order) when the classes are loaded.
+///
+/// When every declared field is one the conversion fills, a frame is made with positional
+/// arguments in the declared order, which binds faster than 33 keywords (a frame per line is
+/// the timeline's hot path); a field the engine does not know (it must have a default) makes
+/// the conversion use keywords instead.
+#[derive(Clone, Debug)]
+struct FrameOrder {
+    /// The attributes to fill, with their names: in the dataclass's order when positional.
+    attrs: Vec<(&'static str, FrameAttr)>,
+    positional: bool,
+}
+
+impl FrameOrder {
+    fn read(frame: &Bound<'_, PyAny>) -> PyResult<FrameOrder> {
+        let py = frame.py();
+        let dc = py.import("dataclasses")?;
+        let missing = dc.getattr("MISSING")?;
+        let mut attrs = Vec::with_capacity(FRAME_ATTRS.len());
+        let mut positional = true;
+        for f in dc.call_method1("fields", (frame,))?.try_iter()? {
+            let f = f?;
+            let name: String = f.getattr("name")?.extract()?;
+            match FRAME_ATTRS.iter().find(|(n, _)| *n == name) {
+                Some(&(n, a)) => attrs.push((n, a)),
+                None => {
+                    let no_default = f.getattr("default")?.is(&missing)
+                        && f.getattr("default_factory")?.is(&missing);
+                    if no_default {
+                        return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                            "Frame declares {name}, which the engine does not fill, without a default"
+                        )));
+                    }
+                    positional = false;
                 }
             }
         }
-        n += 1;
+        // An attribute the dataclass lacks would be lost silently: the engine fills each one.
+        for (n, _) in FRAME_ATTRS {
+            if !attrs.iter().any(|(m, _)| *m == n) {
+                return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                    "Frame does not declare {n}, which the engine fills"
+                )));
+            }
+        }
+        Ok(FrameOrder { attrs, positional })
     }
-    Ok(n >= FRAME_ORDER.len())
 }
 
 /// The Python classes, looked up once per conversion run (not per record).
@@ -86,8 +145,8 @@ pub struct Classes<'py> {
     detail: bool,
     /// Convert each frame's field spans (`Frame.spans`, `pipeline.Options.spans`).
     spans: bool,
-    /// `Frame` takes [`FRAME_ORDER`] positionally.
-    positional: bool,
+    /// How a `Frame` is made.
+    order: std::sync::Arc<FrameOrder>,
 }
 
 /// The classes as handles a `Dissector` keeps for its run: looked up once, not per record (an
@@ -98,7 +157,7 @@ pub struct Handles {
     anomaly: Py<PyAny>,
     exchange: Py<PyAny>,
     topic_partition: Py<PyAny>,
-    positional: bool,
+    order: std::sync::Arc<FrameOrder>,
 }
 
 impl Handles {
@@ -110,7 +169,7 @@ impl Handles {
             anomaly: c.anomaly.unbind(),
             exchange: c.exchange.unbind(),
             topic_partition: c.topic_partition.unbind(),
-            positional: c.positional,
+            order: c.order,
         })
     }
 
@@ -126,7 +185,7 @@ impl Handles {
             topic_partition: self.topic_partition.bind(py).clone(),
             detail,
             spans,
-            positional: self.positional,
+            order: self.order.clone(),
         }
     }
 }
@@ -136,7 +195,7 @@ impl<'py> Classes<'py> {
         let m = py.import("wiredump.dissect.model")?;
         let frame = m.getattr("Frame")?;
         Ok(Classes {
-            positional: frame_is_positional(&frame)?,
+            order: std::sync::Arc::new(FrameOrder::read(&frame)?),
             frame,
             message: m.getattr("Message")?,
             anomaly: m.getattr("Anomaly")?,
@@ -172,55 +231,67 @@ impl<'py> Classes<'py> {
             }
             _ => py.None().into_bound(py),
         };
-        // In `FRAME_ORDER`, the Python dataclass's order.
-        let values: [Bound<'py, PyAny>; FRAME_ORDER.len()] = [
-            f.protocol.into_bound_py_any(py)?,
-            f.type_.as_ref().into_bound_py_any(py)?,
-            f.type_code.into_bound_py_any(py)?,
-            f.kind.as_str().into_bound_py_any(py)?,
-            f.version.into_bound_py_any(py)?,
-            f.correlation_id.into_bound_py_any(py)?,
-            f.status.as_str().into_bound_py_any(py)?,
-            f.error_code.into_bound_py_any(py)?,
-            f.error.as_deref().into_bound_py_any(py)?,
-            f.summary.as_str().into_bound_py_any(py)?,
-            fields,
-            msgs.into_any(),
-            anomalies.into_any(),
-            py.None().into_bound(py), // context: private to the protocol's session
-            partitions,
-            f.role.as_str().into_bound_py_any(py)?,
-            f.packet.into_bound_py_any(py)?,
-            f.first_packet.into_bound_py_any(py)?,
-            f.ts_us.into_bound_py_any(py)?,
-            f.stream.into_bound_py_any(py)?,
-            f.src.as_ref().into_bound_py_any(py)?,
-            f.src_port.into_bound_py_any(py)?,
-            f.dst.as_ref().into_bound_py_any(py)?,
-            f.dst_port.into_bound_py_any(py)?,
-            f.length.into_bound_py_any(py)?,
-            f.data
-                .as_deref()
-                .map(|d| PyBytes::new(py, d))
-                .into_bound_py_any(py)?,
-            f.peer_packet.into_bound_py_any(py)?,
-            f.latency_us.into_bound_py_any(py)?,
-            f.awaiting.into_bound_py_any(py)?,
-            f.exchange_done.into_bound_py_any(py)?,
-            f.released.into_bound_py_any(py)?,
-            f.messages_counted.into_bound_py_any(py)?,
-            if self.spans {
-                span_dict(py, &f.fields)?.into_any()
-            } else {
-                py.None().into_bound(py)
-            },
-        ];
-        if self.positional {
+        // The parts that are Python objects of their own, each taken once.
+        let mut fields = Some(fields);
+        let mut msgs = Some(msgs.into_any());
+        let mut anomalies = Some(anomalies.into_any());
+        let mut partitions = Some(partitions);
+        let order = &self.order;
+        let mut values: Vec<Bound<'py, PyAny>> = Vec::with_capacity(order.attrs.len());
+        for &(_, a) in &order.attrs {
+            let none = || py.None().into_bound(py);
+            values.push(match a {
+                FrameAttr::Protocol => f.protocol.into_bound_py_any(py)?,
+                FrameAttr::Type => f.type_.as_ref().into_bound_py_any(py)?,
+                FrameAttr::TypeCode => f.type_code.into_bound_py_any(py)?,
+                FrameAttr::Kind => f.kind.as_str().into_bound_py_any(py)?,
+                FrameAttr::Version => f.version.into_bound_py_any(py)?,
+                FrameAttr::CorrelationId => f.correlation_id.into_bound_py_any(py)?,
+                FrameAttr::Status => f.status.as_str().into_bound_py_any(py)?,
+                FrameAttr::ErrorCode => f.error_code.into_bound_py_any(py)?,
+                FrameAttr::Error => f.error.as_deref().into_bound_py_any(py)?,
+                FrameAttr::Summary => f.summary.as_str().into_bound_py_any(py)?,
+                FrameAttr::Fields => fields.take().unwrap_or_else(none),
+                FrameAttr::Messages => msgs.take().unwrap_or_else(none),
+                FrameAttr::Anomalies => anomalies.take().unwrap_or_else(none),
+                FrameAttr::Context => none(), // private to the protocol's session
+                FrameAttr::Partitions => partitions.take().unwrap_or_else(none),
+                FrameAttr::Role => f.role.as_str().into_bound_py_any(py)?,
+                FrameAttr::Packet => f.packet.into_bound_py_any(py)?,
+                FrameAttr::FirstPacket => f.first_packet.into_bound_py_any(py)?,
+                FrameAttr::TsUs => f.ts_us.into_bound_py_any(py)?,
+                FrameAttr::Stream => f.stream.into_bound_py_any(py)?,
+                FrameAttr::Src => f.src.as_ref().into_bound_py_any(py)?,
+                FrameAttr::SrcPort => f.src_port.into_bound_py_any(py)?,
+                FrameAttr::Dst => f.dst.as_ref().into_bound_py_any(py)?,
+                FrameAttr::DstPort => f.dst_port.into_bound_py_any(py)?,
+                FrameAttr::Length => f.length.into_bound_py_any(py)?,
+                FrameAttr::Data => f
+                    .data
+                    .as_deref()
+                    .map(|d| PyBytes::new(py, d))
+                    .into_bound_py_any(py)?,
+                FrameAttr::PeerPacket => f.peer_packet.into_bound_py_any(py)?,
+                FrameAttr::LatencyUs => f.latency_us.into_bound_py_any(py)?,
+                FrameAttr::Awaiting => f.awaiting.into_bound_py_any(py)?,
+                FrameAttr::ExchangeDone => f.exchange_done.into_bound_py_any(py)?,
+                FrameAttr::Released => f.released.into_bound_py_any(py)?,
+                FrameAttr::MessagesCounted => f.messages_counted.into_bound_py_any(py)?,
+                FrameAttr::Spans => {
+                    if self.spans {
+                        span_dict(py, &f.fields)?.into_any()
+                    } else {
+                        none()
+                    }
+                }
+            });
+        }
+        if order.positional {
             return self.frame.call1(PyTuple::new(py, values)?);
         }
         let kw = PyDict::new(py);
-        for (name, v) in FRAME_ORDER.iter().zip(values) {
-            if *name != "context" {
+        for (&(name, a), v) in order.attrs.iter().zip(values) {
+            if a != FrameAttr::Context {
                 kw.set_item(name, v)?;
             }
         }
