@@ -5,7 +5,8 @@
 //! its frame. When the first byte's top bit is set the session *observes* (a Spark share's view
 //! of a connection another share decodes: `SessionOptions::observe`, which reads Produce's acks
 //! without walking the body and only the responses that can teach topic names), so both paths are
-//! fuzzed from the same inputs.
+//! fuzzed from the same inputs; three more bits turn off messages, field trees and message values
+//! (the plain timeline's and the export's lean decoding).
 
 #![no_main]
 
@@ -76,12 +77,17 @@ fn drive(r: &mut Replay, buf: &mut Vec<u8>, role: Role, packet: u64) {
 fuzz_target!(|data: &[u8]| {
     let kafka = Kafka;
     let mut ctx = ConnCtx::standalone("kafka", 1);
-    if data.first().is_some_and(|b| b & 0x80 != 0) {
-        ctx.options = Rc::new(SessionOptions {
-            observe: true,
-            ..SessionOptions::default()
-        });
-    }
+    // The first byte's high bits choose the run's options: observe (0x80), and the lean ones the
+    // plain timeline and the export run with: no messages (0x40), no field trees (0x20), no
+    // message values (0x10).
+    let first = data.first().copied().unwrap_or(0);
+    ctx.options = Rc::new(SessionOptions {
+        observe: first & 0x80 != 0,
+        messages: first & 0x40 == 0,
+        detail: first & 0x20 == 0,
+        values: first & 0x10 == 0,
+        ..SessionOptions::default()
+    });
     let mut r = Replay::new(&kafka, ctx);
     let mut bufs = [Vec::new(), Vec::new()];
     let mut pos = 0;
