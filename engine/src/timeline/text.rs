@@ -139,12 +139,7 @@ pub fn push_int(out: &mut String, n: impl itoa::Integer) {
 /// Appends `n` right-aligned in `width` characters (`f"{n:>width}"`).
 #[inline]
 pub fn push_int_right(out: &mut String, n: impl itoa::Integer, width: usize) {
-    let mut buf = itoa::Buffer::new();
-    let s = buf.format(n);
-    for _ in s.len()..width {
-        out.push(' ');
-    }
-    out.push_str(s);
+    push_right(out, itoa::Buffer::new().format(n), width);
 }
 
 /// Appends `n` ≥ 0 zero-padded to `width` digits (`f"{n:0width}"`).
