@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -82,3 +83,17 @@ def test_export_errors_are_one_line_and_exit_2(
     assert code == 2
     assert err.startswith("wiredump: ") and len(err.strip().splitlines()) == 1, err
     assert "Traceback" not in err and out == ""
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "1"), ("3", "3")])
+def test_the_command_keeps_openblas_from_starting_threads(
+    given: str | None, expected: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """pyarrow imports numpy, whose OpenBLAS would start spinning threads nothing uses; a value
+    the user chose is theirs."""
+    if given is None:
+        monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OPENBLAS_NUM_THREADS", given)
+    assert run(["--version"], capsys)[0] == 0
+    assert os.environ["OPENBLAS_NUM_THREADS"] == expected

@@ -53,20 +53,25 @@ def _java() -> None:
 
 @pytest.mark.spark
 def test_local_workers_import_the_installed_pyspark(tmp_path: Path) -> None:
-    """The workers' PySpark is the installed, compiled package, not Spark's source zip."""
+    """The workers' PySpark is the installed, compiled package, not Spark's source zip; and
+    their OpenBLAS starts no threads (set by the session, not inherited: the driver here has no
+    OPENBLAS_NUM_THREADS and does not go through the CLI)."""
     _java()
     code = (
         "from wiredump.spark.session import get_context\n"
         "sc = get_context('local[1]')\n"
         "def where(_):\n"
-        "    import pyspark, pyspark.worker, sys\n"
-        "    yield (pyspark.__file__, pyspark.worker.__file__, [p for p in sys.path if p.endswith('.zip')])\n"
+        "    import os, pyspark, pyspark.worker, sys\n"
+        "    yield (pyspark.__file__, pyspark.worker.__file__, [p for p in sys.path if p.endswith('.zip')],\n"
+        "           os.environ.get('OPENBLAS_NUM_THREADS'))\n"
         "print(repr(sc.parallelize([0], 1).mapPartitions(where).collect()[0]))\n"
     )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path, env=env
     )
-    package, worker, zips = eval(out.stdout.strip().splitlines()[-1])  # noqa: S307 - our own repr
+    package, worker, zips, blas = eval(out.stdout.strip().splitlines()[-1])  # noqa: S307 - our own repr
+    assert blas == "1"
     import pyspark
 
     installed = str(Path(pyspark.__file__).parent)

@@ -7,6 +7,7 @@ end as one line on stderr and exit code 2, never a traceback.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from typing import Annotated
@@ -118,7 +119,16 @@ def arrow_without_pandas() -> None:
         sys.meta_path.remove(hook)
 
 
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "1")
+"""numpy comes in only as pyarrow's dependency and wiredump never calls BLAS, but OpenBLAS
+starts one thread per core when numpy is imported, and they spin: measured ~0.1 CPU s per process
+(perf: `blas_thread_server`), taken from the engine and the Parquet writer on the same cores, and
+paid again by every Spark worker (which inherit this environment in local mode; clusters get it
+from `spark.executorEnv`, `wiredump.spark.session.ALWAYS`). A value the user set is kept."""
+
+
 def main(argv: list[str] | None = None) -> None:
+    os.environ.setdefault(*BLAS_THREADS)
     args = list(sys.argv[1:] if argv is None else argv)
     if argv is None and hasattr(signal, "SIGPIPE"):
         # `wiredump X | head` ends quietly when head stops reading, as tshark does.
