@@ -62,14 +62,19 @@ def blanked(tmp_path: Path, packets: tuple[int, ...], name: str) -> tuple[Path, 
     return V.write(cap, recs, tmp_path / name), real
 
 
-def tables(path: Path, shard: tuple[int, int] | None = None) -> dict[str, pa.Table]:
+def tables(path: Path, shard: tuple[int, int] | None = None, observe: bool = True) -> dict[str, pa.Table]:
     """Every table the native engine builds for the capture (or one share of it), as
-    `spark export` builds them in a task (`TableFeed`)."""
+    `spark export` builds them in a task (`TableFeed`); `observe` off: the share drops the
+    other shares' connections instead of observing them, and the result has `consulted`."""
+    return _tables(path, shard, observe)[0]
+
+
+def _tables(path: Path, shard: tuple[int, int] | None, observe: bool) -> tuple[dict[str, pa.Table], bool]:
     from wiredump._engine import Dissector, TableFeed
 
     from wiredump.dissect.pipeline import Options
 
-    dissector = Dissector(str(path), Options(shard=shard))
+    dissector = Dissector(str(path), Options(shard=shard, observe_others=observe))
     feed = TableFeed(True)
     batches: dict[str, list[pa.RecordBatch]] = {}
     while (ready := feed.pump(dissector)) is not None:
@@ -77,7 +82,8 @@ def tables(path: Path, shard: tuple[int, int] | None = None) -> dict[str, pa.Tab
             batches.setdefault(name, []).extend(pa.RecordBatchReader.from_stream(stream))
     for name, stream in feed.finish():
         batches.setdefault(name, []).extend(pa.RecordBatchReader.from_stream(stream))
-    return {name: pa.Table.from_batches(b) for name, b in batches.items() if b}
+    out = {name: pa.Table.from_batches(b) for name, b in batches.items() if b}
+    return out, dissector.run_state_consulted
 
 
 def rows(t: pa.Table | None) -> list[tuple]:
@@ -138,3 +144,66 @@ def test_the_shares_of_every_capture_are_the_whole_capture(path: Path) -> None:
         for name in sorted(set(whole).union(*shares)):
             union = sorted((r for s in shares for r in rows(s.get(name))), key=repr)
             assert union == rows(whole.get(name)), f"{name}, {n} shares"
+
+
+def test_a_share_that_does_not_observe_knows_it_looked_up_a_topic_id(tmp_path: Path) -> None:
+    """Speculative shares (`observe_others` off, what `spark export` tries first): the share
+    owning the Fetch by id, without observing stream 5, cannot name the topic: its rows differ
+    from the whole capture's, and it says so (`run_state_consulted`), so the export runs it
+    again observing. The share owning stream 5 looked no id up: its rows are already exact."""
+    path, real = blanked(tmp_path, OTHER_ANSWERS, "taught-by-stream-5.pcap")
+    fetcher, consulted = _tables(path, (0, 2), observe=False)
+    assert consulted
+    assert fetch_topics(fetcher, "messages") == {real}  # the id: what the flag guards against
+    teacher, consulted = _tables(path, (1, 2), observe=False)
+    assert not consulted
+    observed = tables(path, (1, 2))
+    for name in sorted(set(teacher) | set(observed)):
+        assert rows(teacher.get(name)) == rows(observed.get(name)), name
+
+
+TOPIC_ID_APIS = {0: 13, 1: 13, 3: 10, 8: 10, 9: 10, 19: 7, 20: 6, 68: 0, 75: 0, 76: 0, 78: 0, 79: 0}
+"""api_key -> first version whose request or response carries topic ids, from Kafka's message
+specs (reference/kafka: Produce v13, Fetch v13, Metadata v10, OffsetCommit/OffsetFetch v10,
+CreateTopics v7, DeleteTopics v6; ConsumerGroupHeartbeat, DescribeTopicPartitions,
+ConsumerGroupDescribe, ShareFetch, ShareAcknowledge from their first version)."""
+
+
+def _streams_with_topic_ids(path: Path) -> set[int] | None:
+    """The streams of the capture's independent PDU list (tshark's stream numbers, the
+    engine's) that carry an API version with topic ids; None without a list."""
+    tsv = path.with_suffix(".pdus.tsv")
+    if path.parent.name != "kafka" or not tsv.exists():
+        return None
+    out = set()
+    lines = tsv.read_text().splitlines()
+    head = lines[0].split("\t")
+    for line in lines[1:]:
+        r = dict(zip(head, line.split("\t"), strict=False))
+        first = TOPIC_ID_APIS.get(int(r["api_key"]))
+        if first is not None and int(r["api_version"]) >= first:
+            out.add(int(r["stream"]))
+    return out
+
+
+@pytest.mark.parametrize("path", REAL, ids=[f"{p.parent.name}/{p.stem}" for p in REAL])
+def test_speculative_shares_are_exact_unless_they_say_otherwise(path: Path) -> None:
+    """Every real capture in 2 and 3 shares that do not observe each other: a share that looked
+    no topic id up has exactly the rows of the share that observed; with the capture's own PDU
+    list (independent of the engine), a share none of whose connections uses an API version
+    with topic ids never looks one up (so the speculation pays), and one that owns a Fetch by
+    id does."""
+    with_ids = _streams_with_topic_ids(path)
+    for n in (2, 3):
+        for k in range(n):
+            spec, consulted = _tables(path, (k, n), observe=False)
+            if not consulted:
+                exact = tables(path, (k, n))
+                for name in sorted(set(spec) | set(exact)):
+                    assert rows(spec.get(name)) == rows(exact.get(name)), f"{name}, share {k}/{n}"
+            if with_ids is not None:
+                mine = {s for s in with_ids if s % n == k}
+                if not mine:
+                    assert not consulted, f"share {k}/{n} looked up a topic id"
+                if path == GZIP and FETCHER % n == k:
+                    assert consulted, f"share {k}/{n} owns the Fetch by id"

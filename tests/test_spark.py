@@ -306,6 +306,31 @@ def test_default_shares_one_large_capture_between_the_cores(
         assert (cap["status"], cap["ranges"]) == ("ok", 2)
 
 
+def test_a_share_that_looks_up_a_topic_id_is_dissected_again_observing(
+    captures: Path,
+    tmp_path: Path,
+    spark,  # noqa: ANN001
+) -> None:
+    """Shares are first dissected without observing each other (`export._dissect`). The capture
+    of test_shares_topics whose consumer (stream 6, share 0) fetches by a topic id whose name
+    only stream 5 (share 1) teaches: share 0 looks the id up, so its task starts again observing;
+    its rows, and those of the capture sharing its task (no topic ids), are the local export's,
+    the Fetch's records named by the topic, not by its id."""
+    from tests.test_shares_topics import OTHER_ANSWERS, TOPIC, blanked
+
+    path, real = blanked(tmp_path, OTHER_ANSWERS, "taught-by-stream-5.pcap")
+    other = captures / PICKS["kafka"]
+    local = tmp_path / "local"
+    _local_export([str(path), str(other)], local)
+    out = tmp_path / "spark"
+    res = _cli(["spark", "export", str(path), str(other), "-o", str(out), "--values", "--shards", "2"])
+    assert res.exit_code == 0, res.output
+    assert "kafka" in _assert_tables_equal(out, local, {})
+    topics = {m["topic"] for m in pq.read_table(out / "messages").to_pylist() if m["capture"] == str(path)}
+    assert TOPIC in topics and real not in topics
+    assert {c["ranges"] for c in pq.read_table(out / "captures").to_pylist()} == {2}
+
+
 def test_plan_shards_shares_a_capture_only_with_idle_cores() -> None:
     """Hand-computed: the share of the job's bytes times the cores, rounded, at most one share
     per split size, at least one; --shards N as given."""

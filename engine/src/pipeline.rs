@@ -87,6 +87,12 @@ pub struct Options {
     pub limits: EngineLimits,
     /// (k, n): decode only the connections whose stream is k modulo n.
     pub shard: Option<(u64, u64)>,
+    /// With `shard`: observe the connections of other shares whose protocol shares run state
+    /// (frame them to learn what they teach, [`Protocol::shares_run_state`]), so that this
+    /// share decodes its own exactly as the whole capture would. Off: they are dropped like any
+    /// connection the share does not own, and [`Dissection::run_state_consulted`] says whether
+    /// that could have mattered (a speculative share, rerun with observers when it did).
+    pub observe_others: bool,
     /// Dissect each packet as soon as it is read (`-l`): a pipe fed live (`tcpdump -U -w - |
     /// wiredump - -l`) must not wait for [`STEP_RECORDS`] packets before the first line.
     pub live: bool,
@@ -106,6 +112,7 @@ impl Default for Options {
             hold_us: 120_000_000,
             limits: EngineLimits::default(),
             shard: None,
+            observe_others: true,
             live: false,
         }
     }
@@ -398,6 +405,21 @@ impl Capture {
         })
     }
 
+    /// Did a session's decoding read run state that another connection could have taught
+    /// ([`Protocol::run_state_consulted`])? A share that did not observe the connections it
+    /// does not own (`observe_others` off) decoded its own exactly as the whole capture would
+    /// as long as this stays false: those connections reach the ones it owns through run state
+    /// only (detection, stream numbers and budgets are decided before a connection is framed,
+    /// and observers return nothing), bar the capture-wide budget of pending requests, which a
+    /// share counts over the connections it follows (docs/spark.md).
+    pub fn run_state_consulted(&self) -> bool {
+        let rs = self.run_state.borrow();
+        self.detector
+            .protocols
+            .iter()
+            .any(|p| p.shares_run_state() && p.run_state_consulted(&rs))
+    }
+
     pub fn owns(&self, stream: Option<u64>) -> bool {
         match (self.opts.shard, stream) {
             (None, _) => true,
@@ -443,7 +465,11 @@ impl Capture {
         }
         let owns = self.owns(Some(stream));
         match decision.spec {
-            Some(spec) if self.detector.protocols[spec].shares_run_state() && !owns => {
+            Some(spec)
+                if !owns
+                    && self.opts.observe_others
+                    && self.detector.protocols[spec].shares_run_state() =>
+            {
                 let f = self.framer(stream, spec, true);
                 self.conn(stream).user = User::Framer(Box::new(f), true);
             }

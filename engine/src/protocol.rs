@@ -212,6 +212,11 @@ pub trait Protocol {
     fn shares_run_state(&self) -> bool {
         false
     }
+    /// Has a session of this run read from `state` something another connection could have
+    /// taught it (Kafka: a topic id looked up)? Only asked of protocols that share run state.
+    fn run_state_consulted(&self, _state: &RunState) -> bool {
+        false
+    }
     /// Do `data`, the first bytes `role` sent, open a connection the way this protocol does?
     /// A hint that scoring may add to (a greeting), never a decision on its own.
     fn sniff(&self, _data: &[u8], _role: Role) -> bool {

@@ -64,6 +64,11 @@ class Options:
     shard: tuple[int, int] | None = None
     """(k, n): decode only the connections whose stream index is k modulo n, for parallel
     workers that each read the whole capture. Connection-less anomalies go to shard 0."""
+    observe_others: bool = True
+    """With `shard`: frame the other shares' connections whose protocol shares run state
+    (Kafka's topic names), so this share's rows are exactly the whole capture's. False: drop
+    them, and check `Dissector.run_state_consulted` at the end: while it is false the rows are
+    the same (Spark's speculative shares, `wiredump.spark.export`)."""
     protocols: tuple[str, ...] | None = None
     """Only these protocols are detected and decoded (None: every registered one)."""
 

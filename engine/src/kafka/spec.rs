@@ -9,8 +9,9 @@
 
 use super::framing::{plausible_request, MAX_FRAME};
 use super::session::{KafkaSession, PROTOCOL};
+use super::topics::{TopicNames, RUN_KEY};
 use crate::model::Role;
-use crate::protocol::{ConnCtx, Protocol, Session, Trial, MIN_CONFIDENCE};
+use crate::protocol::{ConnCtx, Protocol, RunState, Session, Trial, MIN_CONFIDENCE};
 
 /// The most that responses without any captured request can score.
 pub const UNPAIRED_RESPONSES: i32 = MIN_CONFIDENCE - 10;
@@ -35,6 +36,14 @@ impl Protocol for Kafka {
     /// Topic ids resolve to names learnt on any connection of the capture.
     fn shares_run_state(&self) -> bool {
         true
+    }
+
+    /// A topic id was looked up (every session makes the map when it starts, so lookups never
+    /// go to a stand-in the run state does not see).
+    fn run_state_consulted(&self, state: &RunState) -> bool {
+        state
+            .get::<TopicNames>(RUN_KEY)
+            .is_some_and(TopicNames::looked_up)
     }
 
     /// A client's first bytes form a plausible request header (known key, valid version, text

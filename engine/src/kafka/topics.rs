@@ -6,6 +6,7 @@
 //! in the run's state ([`crate::protocol::RunState`], one per capture), never in the process,
 //! so a capture decodes the same whatever was decoded before it.
 
+use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
 
 use super::body::{uuid_string, Field, Value};
@@ -22,12 +23,22 @@ pub const RUN_KEY: &str = "kafka.topic_names";
 pub struct TopicNames {
     names: HashMap<String, String>,
     order: VecDeque<String>,
+    looked_up: Cell<bool>,
 }
 
 impl TopicNames {
-    /// The name learnt for a topic id (its text form).
+    /// The name learnt for a topic id (its text form). Every lookup is remembered, found or
+    /// not (see [`TopicNames::looked_up`]).
     pub fn name_of(&self, topic_id: &str) -> Option<&str> {
+        self.looked_up.set(true);
         self.names.get(topic_id).map(String::as_str)
+    }
+
+    /// Was a topic id looked up in this map? Then what another connection taught it could have
+    /// named a frame (`Protocol::run_state_consulted`): a share that did not observe the other
+    /// connections must not be trusted.
+    pub fn looked_up(&self) -> bool {
+        self.looked_up.get()
     }
 
     /// Remembers every (topic_id, name) pair a response body lists under `topics`.

@@ -48,6 +48,10 @@ fn read_options(py_opts: &Bound<'_, PyAny>) -> PyResult<(Options, Option<Vec<Str
     o.hold_bytes = py_opts.getattr("hold_bytes")?.extract()?;
     o.hold_us = py_opts.getattr("hold_us")?.extract()?;
     o.shard = py_opts.getattr("shard")?.extract()?;
+    o.observe_others = match py_opts.getattr("observe_others") {
+        Ok(v) => v.extract()?,
+        Err(_) => true, // Options pickled before the flag existed
+    };
     o.live = match py_opts.getattr("live") {
         Ok(v) => v.extract()?,
         Err(_) => false, // Options pickled before the flag existed
@@ -300,6 +304,14 @@ impl Dissector {
     #[getter]
     fn skipped_unknown_link(&self) -> u64 {
         self.run.engine.reader.skipped_unknown_link
+    }
+
+    /// Did decoding read run state another connection could have taught (a Kafka topic id
+    /// looked up)? A share run without observing the others (`Options.observe_others` off)
+    /// equals the whole capture's rows for its connections only while this is false.
+    #[getter]
+    fn run_state_consulted(&self) -> bool {
+        self.run.cap.run_state_consulted()
     }
 
     #[getter]
