@@ -137,8 +137,9 @@ def same(local: Path, spark: Path) -> None:
 def shares(path: Path, n: int = 2) -> None:
     """CPU seconds of the native engine over one capture, in this process (no Spark): whole, each
     of `n` shares, a share that owns no connection (what every share repeats: reading,
-    reassembly, observing the connections that teach the others), and reading and reassembly
-    alone (no protocol). The ceiling of a shared capture's speed-up is whole / largest share."""
+    reassembly, observing the connections that teach the others), the same not observing (the
+    speculative shares `spark export` tries first), and reading and reassembly alone (no
+    protocol). The ceiling of a shared capture's speed-up is whole / largest share."""
     import resource
 
     import pyarrow as pa
@@ -166,9 +167,17 @@ def shares(path: Path, n: int = 2) -> None:
     whole = run("whole capture", Options())
     parts = [run(f"share {k} of {n}", Options(shard=(k, n))) for k in range(n)]
     run("a share that owns nothing", Options(shard=(n, n)))
+    run("a share that owns nothing, not observing", Options(shard=(n, n), observe_others=False))
+    spec = [
+        run(f"share {k} of {n}, not observing", Options(shard=(k, n), observe_others=False)) for k in range(n)
+    ]
     run("reading and reassembly only (no protocol)", Options(protocols=()))
     print(
         f"ceiling of {n} shares: {whole / max(parts):.2f}x; {n} shares cost {sum(parts) / whole:.2f}x the whole"
+    )
+    print(
+        f"not observing (what spark export tries first): ceiling {whole / max(spec):.2f}x; "
+        f"{n} shares cost {sum(spec) / whole:.2f}x the whole"
     )
 
 
