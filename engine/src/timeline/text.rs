@@ -65,16 +65,31 @@ pub fn escape(s: &str) -> String {
 }
 
 /// `format_latency(us)` (render.py): µs below a millisecond, then ms and s with three decimals.
+///
+/// Python formats the float quotient. In milliseconds that is `us / 1000` with its three
+/// decimals exactly (the nearest double to a 6-digit decimal prints back as it). In seconds the
+/// three decimals round µs away; the double is within 1e-7 s of the exact quotient for any
+/// latency below ~30 years, far closer than 1 µs, so it rounds as the integers do, except on a
+/// tie (`…500` µs), where the double's own side of the tie decides: that case keeps `{:.3}`
+/// (Rust rounds the exact binary value, as Python does).
 pub fn push_latency(out: &mut String, us: i64) {
-    let _ = if us < 1000 {
-        write!(out, "{us}µs")
+    if us < 1000 {
+        push_int(out, us);
+        out.push_str("µs");
     } else if us < 1_000_000 {
-        // Python formats the float quotient; Rust's `{:.3}` rounds it the same way (the exact
-        // binary value, ties to even).
-        write!(out, "{:.3}ms", us as f64 / 1000.0)
+        push_int(out, us / 1000);
+        out.push('.');
+        push_int_zeros(out, us % 1000, 3);
+        out.push_str("ms");
+    } else if us % 1000 == 500 || us >= 1 << 50 {
+        let _ = write!(out, "{:.3}s", us as f64 / 1_000_000.0);
     } else {
-        write!(out, "{:.3}s", us as f64 / 1_000_000.0)
-    };
+        let ms = us / 1000 + i64::from(us % 1000 > 500);
+        push_int(out, ms / 1000);
+        out.push('.');
+        push_int_zeros(out, ms % 1000, 3);
+        out.push('s');
+    }
 }
 
 /// `plural(n, word)` (render.py): `1 packet`, `2 packets`.
@@ -276,6 +291,45 @@ mod tests {
         }
         // 1_062_500 µs is 1.0625 s, a tie kept even as Python's float format keeps it.
         assert_eq!(s, "0µs|999µs|1.000ms|1.062s|999.999ms|12.346s|");
+        // Python 3.11's f"{us / 1e6:.3f}s" / f"{us / 1000:.3f}ms", each printed by hand: ties
+        // go the double's way (2.0005 is stored above it, 1.0005 below), the rest round half up.
+        let mut s = String::new();
+        for us in [
+            1_000_501,
+            1_000_499,
+            2_000_500,
+            1_000_500,
+            59_999_999,
+            59_999_500,
+            1_999_999,
+            123_456_789_012,
+            1001,
+            12_345,
+            -5,
+        ] {
+            push_latency(&mut s, us);
+            s.push('|');
+        }
+        assert_eq!(
+            s,
+            "1.001s|1.000s|2.001s|1.000s|60.000s|59.999s|2.000s|123456.789s|1.001ms|12.345ms|-5µs|"
+        );
+    }
+
+    #[test]
+    fn latency_digits_are_the_float_formats_digits() {
+        // The integer paths against the float formatting they stand for, over every µs up to
+        // 2.1 s in steps that visit every remainder modulo 1000.
+        for us in (1000..2_100_000).step_by(997) {
+            let mut s = String::new();
+            push_latency(&mut s, us);
+            let f = if us < 1_000_000 {
+                format!("{:.3}ms", us as f64 / 1000.0)
+            } else {
+                format!("{:.3}s", us as f64 / 1_000_000.0)
+            };
+            assert_eq!(s, f, "{us}");
+        }
     }
 
     #[test]
