@@ -13,13 +13,9 @@ use std::path::{Path, PathBuf};
 
 use wiredump_engine::capture::{CaptureReader, Input};
 use wiredump_engine::codecs::Limits;
-use wiredump_engine::kafka::body::{
-    check_body, decode_body_limited, Checked, DecodeError, MAX_ELEMENTS,
-};
+use wiredump_engine::kafka::body::{check_against_decode, Checked, DecodeError, MAX_ELEMENTS};
 use wiredump_engine::kafka::header::{request_header, response_header};
-use wiredump_engine::kafka::records::{
-    decode_record_set_in_frame, decode_record_set_listing, locate_record_sets,
-};
+use wiredump_engine::kafka::records::{decode_record_set_in_frame, decode_record_set_listing};
 use wiredump_engine::kafka::schema::{
     plan, request_header_version, response_header_version, Plan, API_PLANS,
 };
@@ -27,60 +23,10 @@ use wiredump_engine::model::Kind;
 use wiredump_engine::pipeline::{Dissection, Options, Record};
 use wiredump_engine::registry;
 
-/// What the two walks found, for the failure message.
-fn describe(c: &Checked) -> String {
-    format!("end {} error {:?} records {:?}", c.end, c.error, c.records)
-}
-
-/// Both walks over `data[start..]`; panics where they disagree. Returns the check.
+/// Both walks over `data[start..]` (`body::check_against_decode`); panics where they disagree.
 fn agree(data: &[u8], start: usize, plan: &'static Plan, budget: u64, what: &str) -> Checked {
-    let full = decode_body_limited(data, start, plan, &[], budget);
-    let c = check_body(data, start, plan, budget);
-    let ctx = || format!("{what} at {start} budget {budget}: {}", describe(&c));
-    assert_eq!(c.end, full.end, "end: {}", ctx());
-    match (&c.error, &full.error) {
-        (None, None) => {
-            let located: Vec<Range<usize>> = locate_record_sets(&full.fields)
-                .iter()
-                .map(|l| l.start..l.end)
-                .collect();
-            assert_eq!(c.records, located, "record sets: {}", ctx());
-        }
-        (
-            Some(DecodeError::Short {
-                what: w,
-                offset: o,
-                need: n,
-                left: l,
-            }),
-            Some(DecodeError::Short {
-                what: fw,
-                offset: fo,
-                need: fneed,
-                left: fl,
-            }),
-        ) => {
-            assert_eq!((o, n, l), (fo, fneed, fl), "short: {} vs {fw}", ctx());
-            if w.is_empty() {
-                // Only the words decode_body writes are left out of a check.
-                let tag = fw.strip_prefix("tagged field ");
-                assert!(
-                    fw.ends_with(" (longer than 5 bytes)")
-                        || tag.is_some_and(|t| t.parse::<u64>().is_ok()),
-                    "what {fw:?} left out: {}",
-                    ctx()
-                );
-            } else {
-                assert_eq!(w, fw, "what: {}", ctx());
-            }
-        }
-        (Some(DecodeError::Bad { msg, offset }), Some(DecodeError::Bad { offset: fo, .. })) => {
-            assert!(msg.is_empty(), "a check writes no words: {}", ctx());
-            assert_eq!(offset, fo, "bad offset: {}", ctx());
-        }
-        (a, b) => panic!("{a:?} vs {b:?}: {}", ctx()),
-    }
-    c
+    check_against_decode(data, start, plan, budget)
+        .unwrap_or_else(|e| panic!("{what} at {start} budget {budget}: {e}"))
 }
 
 /// The record sets a check found, read as the first of a frame with messages made (what the

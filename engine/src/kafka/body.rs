@@ -882,6 +882,68 @@ pub fn check_body(data: &[u8], start: usize, plan: &'static Plan, max_elements: 
     }
 }
 
+/// The oracle of the differential tests and of the fuzz target: walks `data[start..]` both ways
+/// and says how [`check_body`] disagrees with [`decode_body_limited`], else gives the check. They
+/// must agree on the end, on error or not, on the error's kind, offset, `need` and `left` (and
+/// `what` where the check names it; it leaves out only the words decode_body writes), and,
+/// when the body reads, on the record sets `records::locate_record_sets` finds in the tree.
+pub fn check_against_decode(
+    data: &[u8],
+    start: usize,
+    plan: &'static Plan,
+    max_elements: u64,
+) -> Result<Checked, String> {
+    let full = decode_body_limited(data, start, plan, &[], max_elements);
+    let c = check_body(data, start, plan, max_elements);
+    let differs = |what: String| Err(format!("{what}: check {c:?}, decode {:?}", full.error));
+    if c.end != full.end {
+        return differs(format!("end {} against {}", c.end, full.end));
+    }
+    match (&c.error, &full.error) {
+        (None, None) => {
+            let located: Vec<Range<usize>> = super::records::locate_record_sets(&full.fields)
+                .iter()
+                .map(|l| l.start..l.end)
+                .collect();
+            if c.records != located {
+                return differs(format!("record sets, decode's {located:?}"));
+            }
+        }
+        (
+            Some(DecodeError::Short {
+                what,
+                offset,
+                need,
+                left,
+            }),
+            Some(DecodeError::Short {
+                what: fw,
+                offset: fo,
+                need: fn_,
+                left: fl,
+            }),
+        ) => {
+            if (offset, need, left) != (fo, fn_, fl) {
+                return differs("short's offset, need or left".into());
+            }
+            let written = fw.ends_with(" (longer than 5 bytes)")
+                || fw
+                    .strip_prefix("tagged field ")
+                    .is_some_and(|t| t.parse::<u64>().is_ok());
+            if (what.is_empty() && !written) || (!what.is_empty() && what != fw) {
+                return differs("short's what".into());
+            }
+        }
+        (Some(DecodeError::Bad { msg, offset }), Some(DecodeError::Bad { offset: fo, .. })) => {
+            if !msg.is_empty() || offset != fo {
+                return differs("bad's words or offset".into());
+            }
+        }
+        _ => return differs("error or not, or its kind".into()),
+    }
+    Ok(c)
+}
+
 /// A tagged-field section with no known tags at `data[pos..]` (headers): the unknown tags
 /// (under `_unknown_tags`) and where the section ends.
 pub fn decode_tags(data: &[u8], pos: usize) -> Result<(Vec<Field<'_>>, usize), DecodeError> {
