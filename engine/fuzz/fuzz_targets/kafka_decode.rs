@@ -2,12 +2,17 @@
 //! from the generated tables (or, past them, the request/response headers), the rest is the
 //! body. Every record set the body holds goes through the record-set decoder, the record sets
 //! are located, the consumer protocol decoded and the summary line made. Checks that nothing
-//! panics and that every span lies inside the input.
+//! panics and that every span lies inside the input, and that the walk that builds nothing
+//! (`check_body`, what layout trials use) agrees with the decode: error or not, the error's kind,
+//! place and sizes, where the body ended, the record sets located (with the full element budget
+//! and with a small one picked by the input).
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use wiredump_engine::kafka::body::{decode_body, Field, Node, Value};
+use wiredump_engine::kafka::body::{
+    check_against_decode, decode_body, Field, Node, Value, MAX_ELEMENTS,
+};
 use wiredump_engine::kafka::codecs::Limits;
 use wiredump_engine::kafka::embedded::annotate;
 use wiredump_engine::kafka::header::{request_header, response_header};
@@ -55,6 +60,13 @@ fuzz_target!(|data: &[u8]| {
     };
     let plan = if pick % 2 == 1 { p.response } else { p.request };
     let Some(plan) = plan else { return };
+    // The full element budget, and a small one (0..=7, the input's last byte): elements past it
+    // are not kept (nor their record sets).
+    for budget in [MAX_ELEMENTS, u64::from(data[data.len() - 1] & 7)] {
+        if let Err(e) = check_against_decode(body, 0, plan, budget) {
+            panic!("check_body disagrees with decode_body (budget {budget}): {e}");
+        }
+    }
     let mut d = decode_body(body, 0, plan, &["auth_bytes"]);
     assert!(d.end <= body.len());
     for f in &d.fields {

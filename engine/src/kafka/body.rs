@@ -12,6 +12,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::ops::Range;
 
 use super::schema::{Fixed, Kind, Op, Plan};
 
@@ -187,10 +188,6 @@ fn short(what: impl Into<Cow<'static, str>>, offset: usize, need: i64, left: i64
     }
 }
 
-fn bad(msg: String, offset: usize) -> DecodeError {
-    DecodeError::Bad { msg, offset }
-}
-
 /// A Python `None` in an f-string.
 fn opt(name: Option<&'static str>) -> &'static str {
     name.unwrap_or("None")
@@ -217,7 +214,9 @@ impl<'a> Cursor<'a> {
         Ok(v)
     }
 
-    fn uvarint(&mut self, what: &'static str, max_bytes: usize) -> R<u64> {
+    /// A uvarint of at most `max_bytes`; `words`: name a too-long one in full (a check leaves
+    /// its `what` empty, see [`check_body`]).
+    fn uvarint(&mut self, what: &'static str, max_bytes: usize, words: bool) -> R<u64> {
         let start = self.pos;
         let mut value: u64 = 0;
         for i in 0..max_bytes {
@@ -236,8 +235,13 @@ impl<'a> Cursor<'a> {
                 return Ok(value);
             }
         }
+        let what = if words {
+            Cow::Owned(format!("{what} (longer than {max_bytes} bytes)"))
+        } else {
+            Cow::Borrowed(UNNAMED)
+        };
         Err(short(
-            format!("{what} (longer than {max_bytes} bytes)"),
+            what,
             start,
             max_bytes as i64 + 1,
             (self.end - start) as i64,
@@ -265,14 +269,22 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// What `value` produced: a node, or (for an array of structs) a field it already placed in the
-/// enclosing struct so that a partial decode shows the elements read before an error.
+/// What `value` produced: a node, or nothing to place: (for an array of structs) a field it
+/// already placed in the enclosing struct so that a partial decode shows the elements read
+/// before an error, or (in a check) a value not kept.
 enum Got<'a> {
     Node(Node<'a>),
     Placed,
 }
 
-struct Walker<'a, 's> {
+/// The `what` of a `Short` whose words a check does not write (see [`check_body`]).
+const UNNAMED: &str = "";
+
+/// The body walker. `KEEP`: build the tree, the error codes' paths and the errors' words
+/// ([`decode_body`]); without it the same walk, with every check made in the same order, keeps
+/// only where the body ends, its first error's kind and place, and its record sets' ranges
+/// ([`check_body`]): one walker, so that the check cannot drift from the decode.
+struct Walker<'a, 's, const KEEP: bool> {
     cur: Cursor<'a>,
     secrets: &'s [&'s str],
     errors: Vec<(String, i64)>,
@@ -289,9 +301,11 @@ struct Walker<'a, 's> {
     /// Reading elements past the budget: their error codes count only while none is collected
     /// (the frame's first error code stays the first read), their record sets are not decoded.
     dropping: bool,
+    /// A check's record sets (the `Records` nodes the tree would keep), in reading order.
+    records: Vec<Range<usize>>,
 }
 
-impl<'a, 's> Walker<'a, 's> {
+impl<'a, 's, const KEEP: bool> Walker<'a, 's, KEEP> {
     fn new(buf: &'a [u8], pos: usize, secrets: &'s [&'s str], max_elements: u64) -> Self {
         Walker {
             cur: Cursor {
@@ -307,11 +321,53 @@ impl<'a, 's> Walker<'a, 's> {
             dropped: 0,
             first_dropped: None,
             dropping: false,
+            records: Vec::new(),
         }
     }
 }
 
-impl<'a> Walker<'a, '_> {
+impl<'a, const KEEP: bool> Walker<'a, '_, KEEP> {
+    /// A contradiction at `offset`. Its words are written only when a tree is kept: a check
+    /// (layouts are tried many times, most fail) needs where, not why.
+    fn bad(offset: usize, msg: impl FnOnce() -> String) -> DecodeError {
+        DecodeError::Bad {
+            msg: if KEEP { msg() } else { String::new() },
+            offset,
+        }
+    }
+
+    /// A `Short`'s `what` that has to be written (not a field's name): empty in a check.
+    fn named(what: impl FnOnce() -> String) -> Cow<'static, str> {
+        if KEEP {
+            Cow::Owned(what())
+        } else {
+            Cow::Borrowed(UNNAMED)
+        }
+    }
+
+    /// Enters a struct field `name` (element `index` of it when an array) for the error codes'
+    /// paths, which only a kept tree has.
+    fn enter(&mut self, name: Option<&'static str>, index: Option<usize>) {
+        if KEEP {
+            self.path.push((name, index));
+        }
+    }
+
+    fn leave(&mut self) {
+        if KEEP {
+            self.path.pop();
+        }
+    }
+
+    /// The innermost path entry is element `i` of its array.
+    fn at_index(&mut self, i: usize) {
+        if KEEP {
+            if let Some(p) = self.path.last_mut() {
+                p.1 = Some(i);
+            }
+        }
+    }
+
     /// The enclosing structs' path (`a.b[3].c`, as `BodyDecoder._where` writes it) and `suffix`.
     fn path_to(&self, suffix: &str) -> String {
         let mut p = String::new();
@@ -327,7 +383,7 @@ impl<'a> Walker<'a, '_> {
     }
 
     fn record_error(&mut self, name: &str, code: i64) {
-        if self.dropping && !self.errors.is_empty() {
+        if !KEEP || (self.dropping && !self.errors.is_empty()) {
             return;
         }
         let p = self.path_to(&format!(".{name}"));
@@ -336,7 +392,7 @@ impl<'a> Walker<'a, '_> {
 
     /// Remembers where the first element past the budget is (`BodyDecoder._lost`).
     fn lost(&mut self, suffix: &str) {
-        if self.first_dropped.is_none() {
+        if KEEP && self.first_dropped.is_none() {
             self.first_dropped = Some((self.path_to(suffix), self.cur.pos));
         }
     }
@@ -344,16 +400,12 @@ impl<'a> Walker<'a, '_> {
     /// Elements `i..n` of an array of structs past the budget, read and not kept; the array's
     /// entry is the last of `path` (`BodyDecoder.rest_structs`).
     fn rest_structs(&mut self, plan: &'static Plan, i: usize, n: usize) -> R<()> {
-        if let Some(p) = self.path.last_mut() {
-            p.1 = Some(i);
-        }
+        self.at_index(i);
         self.lost("");
         let was = self.dropping;
         self.dropping = true;
         for j in i..n {
-            if let Some(p) = self.path.last_mut() {
-                p.1 = Some(j);
-            }
+            self.at_index(j);
             self.dropped += 1;
             let mut scratch = Vec::new();
             self.structure(plan, &mut scratch)?;
@@ -365,7 +417,9 @@ impl<'a> Walker<'a, '_> {
     /// Elements `i..n` of array `name` of values past the budget, read and not kept
     /// (`BodyDecoder.rest_values`).
     fn rest_values(&mut self, elem: &'static Op, name: Option<&str>, i: usize, n: usize) -> R<()> {
-        self.lost(&format!(".{}[{i}]", name.unwrap_or("None")));
+        if KEEP {
+            self.lost(&format!(".{}[{i}]", name.unwrap_or("None")));
+        }
         let was = self.dropping;
         self.dropping = true;
         for _ in i..n {
@@ -384,7 +438,7 @@ impl<'a> Walker<'a, '_> {
                 c.pos += 1;
                 return Ok(i64::from(c.buf[c.pos - 1]) - 1);
             }
-            c.uvarint(what, 5)? as i64 - 1
+            c.uvarint(what, 5, KEEP)? as i64 - 1
         } else {
             let size = if wide { 4 } else { 2 };
             if c.left() < size {
@@ -399,22 +453,28 @@ impl<'a> Walker<'a, '_> {
             }
         };
         if n < -1 {
-            return Err(bad(format!("{what}: length {n}"), self.cur.pos));
+            return Err(Self::bad(self.cur.pos, || format!("{what}: length {n}")));
         }
         Ok(n)
     }
 
     fn structure(&mut self, plan: &'static Plan, out: &mut Vec<Field<'a>>) -> R<()> {
         if self.depth > MAX_DEPTH {
-            return Err(bad("structs nested too deep".into(), self.cur.pos));
+            return Err(Self::bad(self.cur.pos, || "structs nested too deep".into()));
         }
         self.depth += 1;
-        out.reserve(plan.ops.len());
+        if KEEP {
+            out.reserve(plan.ops.len());
+        }
         for op in plan.ops {
             if let Kind::Run(run) = op.kind {
                 let size = op.min_size as i64;
                 if size > self.cur.left() {
                     return Err(short(run[0].name, self.cur.pos, size, self.cur.left()));
+                }
+                if !KEEP {
+                    self.cur.pos += size as usize; // nothing in a run but its width to check
+                    continue;
                 }
                 for f in run {
                     let start = self.cur.pos;
@@ -455,20 +515,20 @@ impl<'a> Walker<'a, '_> {
     }
 
     fn tagged(&mut self, tags: &'static [(u32, Op)], out: &mut Vec<Field<'a>>) -> R<()> {
-        let count = self.cur.uvarint("tagged field count", 5)?;
+        let count = self.cur.uvarint("tagged field count", 5, KEEP)?;
         if count as i64 > self.cur.left() {
-            return Err(bad(
-                format!("{count} tagged fields in {} bytes", self.cur.left()),
-                self.cur.pos,
-            ));
+            let left = self.cur.left();
+            return Err(Self::bad(self.cur.pos, || {
+                format!("{count} tagged fields in {left} bytes")
+            }));
         }
         let mut unknown: Option<usize> = None;
         for _ in 0..count {
-            let tag = self.cur.uvarint("tag", 5)?;
-            let size = self.cur.uvarint("tagged field size", 5)? as i64;
+            let tag = self.cur.uvarint("tag", 5, KEEP)?;
+            let size = self.cur.uvarint("tagged field size", 5, KEEP)? as i64;
             if size > self.cur.left() {
                 return Err(short(
-                    format!("tagged field {tag}"),
+                    Self::named(|| format!("tagged field {tag}")),
                     self.cur.pos,
                     size,
                     self.cur.left(),
@@ -477,6 +537,10 @@ impl<'a> Walker<'a, '_> {
             let start = self.cur.pos;
             let fend = start + size as usize;
             let Some((_, op)) = tags.iter().rev().find(|(t, _)| u64::from(*t) == tag) else {
+                if !KEEP {
+                    self.cur.pos = fend; // an unknown tag's bytes are kept raw, not read
+                    continue;
+                }
                 let raw = Node {
                     value: Value::Bytes(Cow::Borrowed(&self.cur.buf[start..fend])),
                     start,
@@ -521,14 +585,10 @@ impl<'a> Walker<'a, '_> {
                 });
             }
             if self.cur.pos != self.cur.end {
-                let e = bad(
-                    format!(
-                        "tagged field {} leaves {} bytes",
-                        opt(op.name),
-                        self.cur.end - self.cur.pos
-                    ),
-                    self.cur.pos,
-                );
+                let left = self.cur.end - self.cur.pos;
+                let e = Self::bad(self.cur.pos, || {
+                    format!("tagged field {} leaves {left} bytes", opt(op.name))
+                });
                 self.cur.end = end;
                 return Err(e);
             }
@@ -540,7 +600,13 @@ impl<'a> Walker<'a, '_> {
 
     fn value(&mut self, op: &'static Op, out: Option<&mut Vec<Field<'a>>>) -> R<Got<'a>> {
         let start = self.cur.pos;
-        let node = |value, end| Ok(Got::Node(Node { value, start, end }));
+        let node = |value, end| {
+            Ok(if KEEP {
+                Got::Node(Node { value, start, end })
+            } else {
+                Got::Placed
+            })
+        };
         match op.kind {
             Kind::Fixed(ty) => {
                 let size = ty.size() as i64;
@@ -562,20 +628,22 @@ impl<'a> Walker<'a, '_> {
                 }
                 node(v, self.cur.pos)
             }
-            Kind::Run(_) => Err(bad("unknown op 8".into(), start)),
+            Kind::Run(_) => Err(Self::bad(start, || "unknown op 8".into())),
             Kind::String => {
                 let what = op.name.unwrap_or("string");
                 let n = self.length(op.compact, false, what)?;
                 if n < 0 {
                     if !op.nullable {
-                        return Err(bad(
-                            format!("{}: null in a non-nullable string", opt(op.name)),
-                            self.cur.pos,
-                        ));
+                        return Err(Self::bad(self.cur.pos, || {
+                            format!("{}: null in a non-nullable string", opt(op.name))
+                        }));
                     }
                     return node(Value::Null, self.cur.pos);
                 }
                 let b = self.cur.take(n, what)?;
+                if !KEEP {
+                    return Ok(Got::Placed); // not made text: a check reads no value
+                }
                 node(Value::Str(String::from_utf8_lossy(b)), self.cur.pos)
             }
             Kind::Array(elem) => {
@@ -585,17 +653,20 @@ impl<'a> Walker<'a, '_> {
                 }
                 let left = self.cur.left();
                 if n.saturating_mul(i64::from(elem.min_size)) > left {
-                    return Err(bad(
-                        format!("{}: {n} elements cannot fit in {left} bytes", opt(op.name)),
-                        self.cur.pos,
-                    ));
+                    return Err(Self::bad(self.cur.pos, || {
+                        format!("{}: {n} elements cannot fit in {left} bytes", opt(op.name))
+                    }));
                 }
                 // n <= bytes left (every element takes at least one byte): the capacity is bounded.
-                // And no more than the elements the body may still keep.
+                // And no more than the elements the body may still keep (none in a check).
                 let n = n as usize;
-                let cap = n.min(usize::try_from(self.left).unwrap_or(usize::MAX));
+                let cap = if KEEP {
+                    n.min(usize::try_from(self.left).unwrap_or(usize::MAX))
+                } else {
+                    0
+                };
                 if let Kind::Struct(plan) = elem.kind {
-                    if let (Some(out), Some(name)) = (out, op.name) {
+                    if let (true, Some(out), Some(name)) = (KEEP, out, op.name) {
                         out.push(Field {
                             name: Name::Field(name),
                             node: Node {
@@ -605,7 +676,7 @@ impl<'a> Walker<'a, '_> {
                             },
                         });
                         let at = out.len() - 1;
-                        self.path.push((op.name, Some(0)));
+                        self.enter(op.name, Some(0));
                         for i in 0..n {
                             if self.left == 0 {
                                 let r = self.rest_structs(plan, i, n);
@@ -614,9 +685,7 @@ impl<'a> Walker<'a, '_> {
                                 break;
                             }
                             self.left -= 1;
-                            if let Some(p) = self.path.last_mut() {
-                                p.1 = Some(i);
-                            }
+                            self.at_index(i);
                             let Value::Array(items) = &mut out[at].node.value else {
                                 unreachable!()
                             };
@@ -635,30 +704,30 @@ impl<'a> Walker<'a, '_> {
                             out[at].node.end = self.cur.pos;
                             r?;
                         }
-                        self.path.pop();
+                        self.leave();
                         return Ok(Got::Placed);
                     }
                     let mut items = Vec::with_capacity(cap);
-                    self.path.push((op.name, Some(0)));
+                    self.enter(op.name, Some(0));
                     for i in 0..n {
                         if self.left == 0 {
                             self.rest_structs(plan, i, n)?;
                             break;
                         }
                         self.left -= 1;
-                        if let Some(p) = self.path.last_mut() {
-                            p.1 = Some(i);
-                        }
+                        self.at_index(i);
                         let es = self.cur.pos;
                         let mut fields = Vec::new();
                         self.structure(plan, &mut fields)?;
-                        items.push(Node {
-                            value: Value::Struct(fields),
-                            start: es,
-                            end: self.cur.pos,
-                        });
+                        if KEEP {
+                            items.push(Node {
+                                value: Value::Struct(fields),
+                                start: es,
+                                end: self.cur.pos,
+                            });
+                        }
                     }
-                    self.path.pop();
+                    self.leave();
                     return node(Value::Array(items), self.cur.pos);
                 }
                 let mut items = Vec::with_capacity(cap);
@@ -691,10 +760,10 @@ impl<'a> Walker<'a, '_> {
                         return node(Value::Null, self.cur.pos);
                     }
                 }
-                self.path.push((op.name, None));
+                self.enter(op.name, None);
                 let mut fields = Vec::new();
                 self.structure(plan, &mut fields)?;
-                self.path.pop();
+                self.leave();
                 node(Value::Struct(fields), self.cur.pos)
             }
             Kind::Bool => {
@@ -717,7 +786,7 @@ impl<'a> Walker<'a, '_> {
                     return node(Value::Null, self.cur.pos);
                 }
                 let b = self.cur.take(n, what)?;
-                if op.name.is_some_and(|name| self.secrets.contains(&name)) {
+                if KEEP && op.name.is_some_and(|name| self.secrets.contains(&name)) {
                     return node(Value::Masked(b.len()), self.cur.pos);
                 }
                 node(Value::Bytes(Cow::Borrowed(b)), self.cur.pos)
@@ -730,6 +799,13 @@ impl<'a> Walker<'a, '_> {
                 }
                 let at = self.cur.pos;
                 self.cur.take(n, what)?;
+                if !KEEP {
+                    // The tree keeps no record set read past the element budget (`rest_*`).
+                    if !self.dropping {
+                        self.records.push(at..self.cur.pos);
+                    }
+                    return Ok(Got::Placed);
+                }
                 Ok(Got::Node(Node {
                     value: Value::Records { size: n as usize },
                     start: at,
@@ -764,7 +840,7 @@ pub fn decode_body_limited<'a>(
     secrets: &[&str],
     max_elements: u64,
 ) -> Decoded<'a> {
-    let mut w = Walker::new(data, start, secrets, max_elements);
+    let mut w = Walker::<true>::new(data, start, secrets, max_elements);
     let mut fields = Vec::new();
     let error = w.structure(plan, &mut fields).err();
     Decoded {
@@ -778,10 +854,100 @@ pub fn decode_body_limited<'a>(
     }
 }
 
+/// What [`check_body`] finds: what a caller asks of a body that does not need its values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Checked {
+    /// Where the body ended (or the error is), as [`Decoded::end`].
+    pub end: usize,
+    /// [`Decoded::error`] without the words: a `Bad`'s `msg` is empty, and so is a `Short`'s
+    /// `what` that is not a field's name (an unknown tag's, a varint's longer than its bytes);
+    /// its kind, offset, `need` and `left`, and a named `what`, are decode_body's.
+    pub error: Option<DecodeError>,
+    /// The byte ranges of the `Records` nodes [`decode_body_limited`] keeps in its tree, in the
+    /// order `records::locate_record_sets` lists them (none read past the element budget).
+    pub records: Vec<Range<usize>>,
+}
+
+/// Walks `data[start..]` with `plan` exactly as [`decode_body_limited`] does (every check, in the
+/// same order), building nothing: no tree, no error codes, no error words. For the questions
+/// asked of layouts tried and not kept: does the body read whole, where does it end, where are
+/// its record sets. Allocates only the record sets' list.
+pub fn check_body(data: &[u8], start: usize, plan: &'static Plan, max_elements: u64) -> Checked {
+    let mut w = Walker::<false>::new(data, start, &[], max_elements);
+    let error = w.structure(plan, &mut Vec::new()).err();
+    Checked {
+        end: w.cur.pos,
+        error,
+        records: w.records,
+    }
+}
+
+/// The oracle of the differential tests and of the fuzz target: walks `data[start..]` both ways
+/// and says how [`check_body`] disagrees with [`decode_body_limited`], else gives the check. They
+/// must agree on the end, on error or not, on the error's kind, offset, `need` and `left` (and
+/// `what` where the check names it; it leaves out only the words decode_body writes), and,
+/// when the body reads, on the record sets `records::locate_record_sets` finds in the tree.
+pub fn check_against_decode(
+    data: &[u8],
+    start: usize,
+    plan: &'static Plan,
+    max_elements: u64,
+) -> Result<Checked, String> {
+    let full = decode_body_limited(data, start, plan, &[], max_elements);
+    let c = check_body(data, start, plan, max_elements);
+    let differs = |what: String| Err(format!("{what}: check {c:?}, decode {:?}", full.error));
+    if c.end != full.end {
+        return differs(format!("end {} against {}", c.end, full.end));
+    }
+    match (&c.error, &full.error) {
+        (None, None) => {
+            let located: Vec<Range<usize>> = super::records::locate_record_sets(&full.fields)
+                .iter()
+                .map(|l| l.start..l.end)
+                .collect();
+            if c.records != located {
+                return differs(format!("record sets, decode's {located:?}"));
+            }
+        }
+        (
+            Some(DecodeError::Short {
+                what,
+                offset,
+                need,
+                left,
+            }),
+            Some(DecodeError::Short {
+                what: fw,
+                offset: fo,
+                need: fn_,
+                left: fl,
+            }),
+        ) => {
+            if (offset, need, left) != (fo, fn_, fl) {
+                return differs("short's offset, need or left".into());
+            }
+            let written = fw.ends_with(" (longer than 5 bytes)")
+                || fw
+                    .strip_prefix("tagged field ")
+                    .is_some_and(|t| t.parse::<u64>().is_ok());
+            if (what.is_empty() && !written) || (!what.is_empty() && what != fw) {
+                return differs("short's what".into());
+            }
+        }
+        (Some(DecodeError::Bad { msg, offset }), Some(DecodeError::Bad { offset: fo, .. })) => {
+            if !msg.is_empty() || offset != fo {
+                return differs("bad's words or offset".into());
+            }
+        }
+        _ => return differs("error or not, or its kind".into()),
+    }
+    Ok(c)
+}
+
 /// A tagged-field section with no known tags at `data[pos..]` (headers): the unknown tags
 /// (under `_unknown_tags`) and where the section ends.
 pub fn decode_tags(data: &[u8], pos: usize) -> Result<(Vec<Field<'_>>, usize), DecodeError> {
-    let mut w = Walker::new(data, pos, &[], MAX_ELEMENTS);
+    let mut w = Walker::<true>::new(data, pos, &[], MAX_ELEMENTS);
     let mut out = Vec::new();
     w.tagged(&[], &mut out)?;
     Ok((out, w.cur.pos))
@@ -793,7 +959,7 @@ pub fn decode_tags_partial(
     data: &[u8],
     pos: usize,
 ) -> (Vec<Field<'_>>, Result<usize, DecodeError>) {
-    let mut w = Walker::new(data, pos, &[], MAX_ELEMENTS);
+    let mut w = Walker::<true>::new(data, pos, &[], MAX_ELEMENTS);
     let mut out = Vec::new();
     let r = w.tagged(&[], &mut out).map(|()| w.cur.pos);
     (out, r)

@@ -324,8 +324,8 @@ pub fn request_fits(data: &[u8], key: i16, version: i16) -> bool {
     let Ok(h) = header::request_header(data, schema::request_header_version(key, version)) else {
         return false;
     };
-    let d = body::decode_body(data, h.body_start, plan, &[]);
-    d.error.is_none() && d.end == data.len()
+    let c = body::check_body(data, h.body_start, plan, body::MAX_ELEMENTS);
+    c.error.is_none() && c.end == data.len()
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::ops::Range;
 use std::rc::Rc;
 
 use super::body::{uuid_string, Field as BField, Value as BValue};
@@ -177,13 +178,15 @@ pub fn read_into(
     out
 }
 
-/// Do the record sets of a body read without a problem (a layout tried without emitting)?
-pub fn fit(data: &[u8], fields: &[BField<'_>], limits: &mut Limits) -> bool {
-    for l in records::locate_record_sets(fields) {
-        let Some(bytes) = data.get(l.start..l.end) else {
+/// Do the record sets at `sets` (a body's, from `body::check_body`) read without a problem (a
+/// layout tried without emitting)? Each is read alone, as the first of its frame, and its
+/// records are checked, not made into messages (the problems are the same either way).
+pub fn fit(data: &[u8], sets: &[Range<usize>], limits: &mut Limits) -> bool {
+    for r in sets {
+        let Some(bytes) = data.get(r.clone()) else {
             return false;
         };
-        let rs = records::decode_record_set_in_frame(bytes, true, limits, 0);
+        let rs = records::decode_record_set_listing(bytes, true, limits, 0, 0, 0, false);
         if rs.problems.iter().any(|p| p.kind != "message_limit") {
             return false;
         }

@@ -410,8 +410,7 @@ impl KafkaSession {
                 Err(_) => return false,
             }
         };
-        let d = body::decode_body(data, start, plan, &[]);
-        match d.error {
+        match body::check_body(data, start, plan, body::MAX_ELEMENTS).error {
             Some(DecodeError::Short { what, offset, .. }) => {
                 if what != "records" {
                     return false;
@@ -446,13 +445,14 @@ impl KafkaSession {
         start.is_some_and(|s| self.fits(ctx, data, plan, s)) || self.fits(ctx, data, plan, 8)
     }
 
-    /// Does `data[start..]` read whole with `plan`, records included?
+    /// Does `data[start..]` read whole with `plan`, records included? Checked, not decoded: no
+    /// tree is built for a layout that is only tried.
     fn fits(&self, ctx: &ConnCtx, data: &[u8], plan: &'static Plan, start: usize) -> bool {
-        let d = body::decode_body(data, start, plan, &[]);
-        if d.error.is_some() || d.end != data.len() {
+        let c = body::check_body(data, start, plan, body::MAX_ELEMENTS);
+        if c.error.is_some() || c.end != data.len() {
             return false;
         }
-        recordsets::fit(data, &d.fields, &mut ctx.limits.borrow_mut())
+        recordsets::fit(data, &c.records, &mut ctx.limits.borrow_mut())
     }
 
     /// Does the response layout of (key, v) read `data` whole?
