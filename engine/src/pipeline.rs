@@ -474,7 +474,8 @@ impl Capture {
                 proto.name(),
                 self.opts.limits.max_pending_requests,
                 self.pending.clone(),
-            ),
+            )
+            .observing(observe),
             limits: self.limits.clone(),
             options: if observe {
                 self.observe_opts.clone()
