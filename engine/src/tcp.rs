@@ -247,6 +247,19 @@ impl Out<'_> {
 
 type Key = (Addr, u16, Addr, u16);
 
+/// The table's key of a 4-tuple: its two endpoints in one order whichever sent the segment, so
+/// that one lookup finds a connection from either direction. The reference looks the tuple up
+/// as sent, then reversed; at most one of the two is ever in the table (a connection is opened
+/// only when neither is, and a reopened one replaces the one released), so one canonical key
+/// finds the same connection.
+fn canonical(a: Addr, a_port: u16, b: Addr, b_port: u16) -> Key {
+    if (a, a_port) <= (b, b_port) {
+        (a, a_port, b, b_port)
+    } else {
+        (b, b_port, a, a_port)
+    }
+}
+
 /// Streams in the order they were last touched (Python's `OrderedDict` with `move_to_end`).
 #[derive(Debug, Default)]
 struct Order {
@@ -375,7 +388,7 @@ impl Reassembler {
             max_ooo: self.max_out_of_order,
         };
         finish_conn(&mut conn, &mut out);
-        let key = (conn.client, conn.client_port, conn.server, conn.server_port);
+        let key = canonical(conn.client, conn.client_port, conn.server, conn.server_port);
         if self.connections.get(&key) == Some(&stream) {
             self.connections.remove(&key);
             self.table.remove(stream);
@@ -479,7 +492,7 @@ impl Reassembler {
         };
         self.live.insert(stream, Box::new(conn));
         self.connections
-            .insert((client, client_port, server, server_port), stream);
+            .insert(canonical(client, client_port, server, server_port), stream);
         self.table.touch(stream);
         self.quiet.touch(stream);
         self.events.push(TcpEvent::Open {
@@ -511,15 +524,11 @@ impl Reassembler {
             && half.delivered > 0
     }
 
-    /// The connection the segment belongs to (opened when there is none) and the sender's role.
-    fn lookup(&mut self, seg: &Segment<'_>, ts_us: i64) -> (u64, usize) {
+    /// The connection the segment belongs to (opened when there is none).
+    fn lookup(&mut self, seg: &Segment<'_>, ts_us: i64) -> u64 {
         let mut found = self
             .connections
-            .get(&(seg.src, seg.sport, seg.dst, seg.dport))
-            .or_else(|| {
-                self.connections
-                    .get(&(seg.dst, seg.dport, seg.src, seg.sport))
-            })
+            .get(&canonical(seg.src, seg.sport, seg.dst, seg.dport))
             .copied();
         if let Some(ci) = found {
             if seg.flags & SYN != 0
@@ -530,7 +539,7 @@ impl Reassembler {
                 found = None;
             }
         }
-        let ci = match found {
+        match found {
             Some(ci) => ci,
             None => {
                 if self.connections.len() >= self.retention.max_connections {
@@ -538,14 +547,7 @@ impl Reassembler {
                 }
                 self.open(seg, ts_us)
             }
-        };
-        let conn = &self.live[&ci];
-        let role = if seg.src == conn.client && seg.sport == conn.client_port {
-            CLIENT
-        } else {
-            SERVER
-        };
-        (ci, role)
+        }
     }
 
     /// Make the side taken for the server the client (detection found the other side sends the
@@ -554,11 +556,9 @@ impl Reassembler {
         let Some(conn) = self.live.get_mut(&stream) else {
             return; // released: its row was taken with the roles it had (see `ConnRow::swapped`)
         };
-        let key = (conn.client, conn.client_port, conn.server, conn.server_port);
+        // The key is the same either way round (see `canonical`).
+        let key = canonical(conn.client, conn.client_port, conn.server, conn.server_port);
         let mine = self.connections.get(&key) == Some(&stream);
-        if mine {
-            self.connections.remove(&key);
-        }
         std::mem::swap(&mut conn.client, &mut conn.server);
         std::mem::swap(&mut conn.client_port, &mut conn.server_port);
         conn.halves.swap(CLIENT, SERVER);
@@ -567,18 +567,19 @@ impl Reassembler {
             q.role = 1 - q.role;
         }
         if mine {
-            self.connections.insert(
-                (conn.client, conn.client_port, conn.server, conn.server_port),
-                stream,
-            );
             self.table.touch(stream); // re-keyed: the reference's dict puts it last
         }
     }
 
     /// One captured TCP segment.
     pub fn segment(&mut self, seg: &Segment<'_>, packet: u64, ts_us: i64) {
-        let (stream, role) = self.lookup(seg, ts_us);
+        let stream = self.lookup(seg, ts_us);
         let conn = self.live.get_mut(&stream).expect("looked up: tracked");
+        let role = if seg.src == conn.client && seg.sport == conn.client_port {
+            CLIENT
+        } else {
+            SERVER
+        };
         if conn.finished {
             if self.closed.contains(stream) {
                 self.closed.touch(stream);
@@ -801,10 +802,22 @@ fn deliver(
     if !bytes.is_empty() {
         let half = &mut conn.halves[role];
         let n = bytes.len();
-        half.recent.push_back((half.delivered, bytes.clone()));
-        if half.recent.len() > RECENT_CHUNKS {
-            half.recent.pop_front();
-        }
+        // The oldest chunk's memory is reused for the newest when it fits without holding
+        // much more than the chunk needs.
+        let oldest = if half.recent.len() >= RECENT_CHUNKS {
+            half.recent.pop_front().map(|(_, v)| v)
+        } else {
+            None
+        };
+        let copy = match oldest {
+            Some(mut v) if v.capacity() >= n && v.capacity() <= n.max(1024) * 2 => {
+                v.clear();
+                v.extend_from_slice(&bytes);
+                v
+            }
+            _ => bytes.clone(),
+        };
+        half.recent.push_back((half.delivered, copy));
         half.bytes += n as u64;
         half.delivered += n as i64;
         half.next_raw = Some(half.next_raw.unwrap_or(0).wrapping_add(n as u32));
