@@ -1172,6 +1172,7 @@ impl Dissection {
             } => {
                 let role = self.role(stream, role);
                 self.cap.on_data(stream, role, &data, packet, ts_us);
+                self.engine.tcp.give_back(data);
             }
             TcpEvent::Gap {
                 stream,

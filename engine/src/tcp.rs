@@ -232,6 +232,26 @@ impl Conn {
 struct Out<'a> {
     events: &'a mut Vec<TcpEvent>,
     max_ooo: usize,
+    spare: &'a mut Vec<Vec<u8>>,
+}
+
+/// Delivered bytes' buffers kept for reuse at most (see [`Reassembler::give_back`]).
+const SPARE_BUFFERS: usize = 256;
+/// A buffer larger than this is not kept for reuse.
+const SPARE_MAX: usize = 16 * 1024;
+
+impl Out<'_> {
+    /// `bytes` in a buffer of their own: one given back by the consumer when there is one.
+    fn copy(&mut self, bytes: &[u8]) -> Vec<u8> {
+        match self.spare.pop() {
+            Some(mut v) => {
+                v.clear();
+                v.extend_from_slice(bytes);
+                v
+            }
+            None => bytes.to_vec(),
+        }
+    }
 }
 
 impl Out<'_> {
@@ -348,6 +368,9 @@ pub struct Reassembler {
     pub evicted: u64,
     /// Events not yet taken.
     pub events: Vec<TcpEvent>,
+    /// Buffers of `Data` events given back once read, reused for the next deliveries: a
+    /// capture of many small segments would otherwise allocate and free one per segment.
+    spare: Vec<Vec<u8>>,
 }
 
 impl Reassembler {
@@ -367,6 +390,15 @@ impl Reassembler {
             half_open_released: 0,
             evicted: 0,
             events: Vec::new(),
+            spare: Vec::new(),
+        }
+    }
+
+    /// The buffer of a `Data` event read and done with, for the next delivery (small ones
+    /// only, and a bounded number of them).
+    pub fn give_back(&mut self, buf: Vec<u8>) {
+        if self.spare.len() < SPARE_BUFFERS && buf.capacity() <= SPARE_MAX {
+            self.spare.push(buf);
         }
     }
 
@@ -386,6 +418,7 @@ impl Reassembler {
         let mut out = Out {
             events: &mut self.events,
             max_ooo: self.max_out_of_order,
+            spare: &mut self.spare,
         };
         finish_conn(&mut conn, &mut out);
         let key = canonical(conn.client, conn.client_port, conn.server, conn.server_port);
@@ -595,6 +628,7 @@ impl Reassembler {
         let mut out = Out {
             events: &mut self.events,
             max_ooo: self.max_out_of_order,
+            spare: &mut self.spare,
         };
         segment_conn(conn, role, seg, packet, ts_us, &mut out);
         if !was_finished && conn.finished {
@@ -701,16 +735,8 @@ fn segment_conn(
                         give_up(conn, out); // the sender moved on past the hole: it is lost
                     }
                 }
-                data(
-                    conn,
-                    role,
-                    seq,
-                    payload.to_vec(),
-                    missing,
-                    packet,
-                    ts_us,
-                    out,
-                );
+                let bytes = out.copy(payload);
+                data(conn, role, seq, bytes, missing, packet, ts_us, out);
                 if conn.hole == Some(role) && !conn.halves[role].hole_open() {
                     resume(conn, out); // the acknowledged bytes turned up late
                 }

@@ -1060,7 +1060,9 @@ impl KafkaSession {
             // An observer's response frame is never shown and this body cannot name topics
             // (the run state observers keep): only SaslHandshake's (raw tokens follow it) and
             // those that list topic ids with names are walked.
-            self.handshakes.remove(&corr);
+            if !self.handshakes.is_empty() {
+                self.handshakes.remove(&corr);
+            }
             return;
         }
         let hv = schema::response_header_version(api_key, version);
