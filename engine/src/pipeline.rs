@@ -340,6 +340,8 @@ pub struct Capture {
     late: HashSet<u64, ahash::RandomState>,
     /// Role swaps decided while handling the current event, for the reassembler.
     swaps: Vec<u64>,
+    /// Connections another worker decodes whose bytes nobody here reads, for the reassembler.
+    mutes: Vec<u64>,
     /// The text of the addresses seen lately: a capture of many short connections between a
     /// few hosts would otherwise format and allocate both addresses of every connection again.
     addrs: AddrNames,
@@ -420,6 +422,7 @@ impl Capture {
             rows_out: VecDeque::new(),
             late: HashSet::default(),
             swaps: Vec::new(),
+            mutes: Vec::new(),
             addrs: AddrNames::default(),
         })
     }
@@ -480,7 +483,14 @@ impl Capture {
                 c.user = User::Framer(Box::new(f), false);
                 c.protocol = Some(name);
             }
-            _ => self.conn(stream).user = User::Off,
+            _ => {
+                self.conn(stream).user = User::Off;
+                if !owns {
+                    // Off for good (nothing turns an `Off` connection back on): its bytes need
+                    // not even be copied out of reassembly.
+                    self.mutes.push(stream);
+                }
+            }
         }
         decision.swap
     }
@@ -1119,6 +1129,9 @@ impl Dissection {
                 self.started = false;
             }
             StreamEvent::Tcp(t) => self.tcp_event(t),
+        }
+        for stream in std::mem::take(&mut self.cap.mutes) {
+            self.engine.tcp.mute(stream);
         }
         for stream in std::mem::take(&mut self.cap.swaps) {
             self.engine.tcp.swap_roles(stream);

@@ -185,6 +185,8 @@ pub struct Conn {
     pub saw_syn: bool,
     pub reset: bool,
     pub finished: bool,
+    /// Nobody reads this connection's bytes (see [`Reassembler::mute`]).
+    mute: bool,
     halves: [Half; 2],
     hole: Option<usize>,
     hole_wait: i64,
@@ -394,6 +396,15 @@ impl Reassembler {
         }
     }
 
+    /// The connection's bytes are read by nobody (another worker decodes it, and no state it
+    /// could teach is shared): they are counted, but neither copied into `Data` events nor
+    /// kept to tell retransmissions apart (the anomalies that tell it are the other worker's).
+    pub fn mute(&mut self, stream: u64) {
+        if let Some(c) = self.live.get_mut(&stream) {
+            c.mute = true;
+        }
+    }
+
     /// The buffer of a `Data` event read and done with, for the next delivery (small ones
     /// only, and a bounded number of them).
     pub fn give_back(&mut self, buf: Vec<u8>) {
@@ -517,6 +528,7 @@ impl Reassembler {
             saw_syn: false,
             reset: false,
             finished: false,
+            mute: false,
             halves: [Half::default(), Half::default()],
             hole: None,
             hole_wait: 0,
@@ -825,7 +837,16 @@ fn deliver(
     ts_us: i64,
     out: &mut Out<'_>,
 ) {
-    if !bytes.is_empty() {
+    if !bytes.is_empty() && conn.mute {
+        let half = &mut conn.halves[role];
+        let n = bytes.len();
+        half.bytes += n as u64;
+        half.delivered += n as i64;
+        half.next_raw = Some(half.next_raw.unwrap_or(0).wrapping_add(n as u32));
+        if out.spare.len() < SPARE_BUFFERS && bytes.capacity() <= SPARE_MAX {
+            out.spare.push(bytes);
+        }
+    } else if !bytes.is_empty() {
         let half = &mut conn.halves[role];
         let n = bytes.len();
         // The oldest chunk's memory is reused for the newest when it fits without holding
