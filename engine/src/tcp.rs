@@ -267,7 +267,29 @@ impl Out<'_> {
     }
 }
 
-type Key = (Addr, u16, Addr, u16);
+/// A 4-tuple as the table keys it (see [`canonical`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Key(Addr, u16, Addr, u16);
+
+impl std::hash::Hash for Key {
+    /// Hashed as a few words (an IPv4 endpoint and its port in one), not field by field: the
+    /// derived hash feeds the hasher eight pieces per segment (two enum tags, two lengths).
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        fn endpoint<H: std::hash::Hasher>(a: &Addr, port: u16, h: &mut H) {
+            match a {
+                Addr::V4(b) => {
+                    h.write_u64(u64::from(u32::from_be_bytes(*b)) << 16 | u64::from(port))
+                }
+                Addr::V6(b) => {
+                    h.write_u128(u128::from_be_bytes(*b));
+                    h.write_u16(port);
+                }
+            }
+        }
+        endpoint(&self.0, self.1, h);
+        endpoint(&self.2, self.3, h);
+    }
+}
 
 /// The table's key of a 4-tuple: its two endpoints in one order whichever sent the segment, so
 /// that one lookup finds a connection from either direction. The reference looks the tuple up
@@ -276,9 +298,9 @@ type Key = (Addr, u16, Addr, u16);
 /// finds the same connection.
 fn canonical(a: Addr, a_port: u16, b: Addr, b_port: u16) -> Key {
     if (a, a_port) <= (b, b_port) {
-        (a, a_port, b, b_port)
+        Key(a, a_port, b, b_port)
     } else {
-        (b, b_port, a, a_port)
+        Key(b, b_port, a, a_port)
     }
 }
 
