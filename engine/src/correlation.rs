@@ -97,6 +97,8 @@ pub struct Correlator {
     /// Requests dropped as unanswered because more than `max_pending` were outstanding.
     pub evicted: u64,
     budget: Option<Rc<PendingBudget>>,
+    /// Pairing for a connection another worker decodes (see [`Correlator::observing`]).
+    observe: bool,
 }
 
 impl Correlator {
@@ -111,7 +113,18 @@ impl Correlator {
             done: Vec::new(),
             evicted: 0,
             budget: None,
+            observe: false,
         }
+    }
+
+    /// The correlator of a connection another worker decodes (a share's observer): what is
+    /// pending, per connection and against the capture's budget, is kept exactly as when
+    /// decoding (the budget is shared with the connections this worker decodes, and which
+    /// request a response finds decides what the observer reads of it), but nothing is recorded
+    /// for output: no exchange rows, no links, no notes, since the frames are never shown.
+    pub fn observing(mut self, observe: bool) -> Correlator {
+        self.observe = observe;
+        self
     }
 
     /// A correlator whose outstanding requests also count against the capture's `budget`.
@@ -132,6 +145,9 @@ impl Correlator {
     /// Registers a request; it is held until answered when it expects a response.
     pub fn request(&mut self, frame: &FrameRef, key: Key, expects_response: bool) {
         if !expects_response {
+            if self.observe {
+                return;
+            }
             self.done.push((
                 Done::Row(ExchangeStatus::NoResponseExpected),
                 Some(frame.clone()),
@@ -139,7 +155,9 @@ impl Correlator {
             ));
             return;
         }
-        frame.borrow_mut().awaiting = true;
+        if !self.observe {
+            frame.borrow_mut().awaiting = true;
+        }
         let q = self.pending.entry(key.clone()).or_insert_with(|| {
             self.order.push_back(key);
             VecDeque::new()
@@ -147,6 +165,10 @@ impl Correlator {
         q.push_back(frame.clone());
         self.count += 1;
         if let Some(budget) = self.budget.clone().filter(|b| b.add(1)) {
+            if self.observe {
+                self.evict_oldest();
+                return;
+            }
             // Said on the request that arrived (not yet out), not on the one given up, which the
             // pipeline may have let out already (its hold bounds).
             let given_up = self
@@ -182,6 +204,9 @@ impl Correlator {
         fits: Option<&dyn Fn(&Frame) -> bool>,
     ) -> Option<FrameRef> {
         let Some(req) = self.peek(key, fits) else {
+            if self.observe {
+                return None;
+            }
             self.done.push((
                 Done::Row(ExchangeStatus::NoRequest),
                 None,
@@ -202,6 +227,9 @@ impl Correlator {
         if let Some(b) = &self.budget {
             b.sub(1);
         }
+        if self.observe {
+            return Some(req);
+        }
         // Linked in `drain`, once the engine has stamped the response's packet and time.
         self.done.push((
             Done::Row(ExchangeStatus::Answered),
@@ -213,6 +241,9 @@ impl Correlator {
 
     /// Links two frames that belong together without an exchange row (e.g. acks).
     pub fn event_pair(&mut self, first: &FrameRef, second: &FrameRef) {
+        if self.observe {
+            return;
+        }
         self.done
             .push((Done::Event, Some(first.clone()), Some(second.clone())));
     }
@@ -261,6 +292,10 @@ impl Correlator {
 
     /// Every request still outstanding becomes unanswered.
     pub fn close(&mut self) -> Vec<Exchange> {
+        if self.observe {
+            self.order.clear();
+            self.pending.clear();
+        }
         for key in std::mem::take(&mut self.order) {
             if let Some(q) = self.pending.remove(&key) {
                 for req in q {
@@ -296,6 +331,9 @@ impl Correlator {
             b.sub(1);
         }
         self.evicted += 1;
+        if self.observe {
+            return Some(req);
+        }
         req.borrow_mut().awaiting = false;
         self.done.push((
             Done::Row(ExchangeStatus::Unanswered),
@@ -432,5 +470,50 @@ mod tests {
         assert_eq!(budget.count(), 1);
         a.close();
         assert_eq!(budget.count(), 0);
+    }
+
+    #[test]
+    fn an_observing_correlator_keeps_what_is_pending_and_records_nothing() {
+        // The same requests and responses through a decoding and an observing correlator,
+        // each with its own budget of 3: the same requests stay pending (the same one is
+        // given up past each bound), each response finds the same request, and only the
+        // decoding one records rows, links and notes.
+        let run = |observe: bool| {
+            let budget = PendingBudget::new(3);
+            let mut c = Correlator::with_budget(0, "test", 2, budget.clone()).observing(observe);
+            let mut other = Correlator::with_budget(1, "test", 16, budget.clone());
+            other.request(&frame(100, 1), Key::Int(9), true);
+            let reqs: Vec<FrameRef> = (1..=4).map(|p| frame(p, 1)).collect();
+            for (i, r) in reqs.iter().enumerate() {
+                c.request(r, Key::Int(i as i64), true); // past 2: the oldest is given up
+            }
+            c.request(&frame(5, 1), Key::Int(50), false);
+            let over = frame(6, 1);
+            other.request(&frame(101, 1), Key::Int(10), true);
+            c.request(&over, Key::Int(6), true); // past the budget of 3: gives up its own oldest
+            let found: Vec<Option<u64>> = [0, 2, 3, 6]
+                .iter()
+                .map(|k| {
+                    c.response(&frame(20, 2), &Key::Int(*k), None)
+                        .map(|r| r.borrow().packet)
+                })
+                .collect();
+            let state = (c.pending(), c.evicted, budget.count(), found);
+            let rows = c.drain().len() + c.close().len();
+            let noted = over.borrow().anomalies.len() + reqs[2].borrow().anomalies.len();
+            (state, budget.count(), rows, noted)
+        };
+        let (decoding, observing) = (run(false), run(true));
+        // With the other connection's request, requests 3, 4 and 6 each go over the budget of
+        // 3 and give up their connection's oldest (1, 2, then 3): 4 and 6 remain; keys 0 and 2
+        // find nothing, 3 and 6 find requests 4 and 6 (the budget then holds only the other
+        // connection's request 101, which gave up its 100 for itself).
+        assert_eq!(decoding.0, (0, 3, 1, vec![None, None, Some(4), Some(6)]));
+        assert_eq!(observing.0, decoding.0);
+        assert_eq!((decoding.1, observing.1), (1, 1));
+        // 3 given up, 1 without an answer expected, 2 without a request, 2 answered; the
+        // pending_limit notes on requests 3 and 6.
+        assert_eq!((decoding.2, decoding.3), (8, 2));
+        assert_eq!((observing.2, observing.3), (0, 0));
     }
 }

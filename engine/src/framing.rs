@@ -237,6 +237,15 @@ impl ConnectionFramer {
             d.base += d.pos as u64;
             d.pos = 0;
         }
+        if d.buf.is_empty() && d.mode == Mode::Framing {
+            // Nothing buffered: the frames that lie whole in `data` are framed and decoded
+            // where they lie, and only bytes that must wait are copied (most deliveries of small
+            // frames copy nothing).
+            d.chunks
+                .push_back((d.base + data.len() as u64, packet, ts_us));
+            self.run_on(out, i, Some(data));
+            return;
+        }
         d.buf.extend_from_slice(data);
         d.chunks
             .push_back((d.base + d.buf.len() as u64, packet, ts_us));
@@ -297,6 +306,15 @@ impl ConnectionFramer {
     // -- engine -----------------------------------------------------------------------------
 
     fn run(&mut self, out: &mut dyn Output, i: usize) {
+        self.run_on(out, i, None);
+    }
+
+    /// Frames direction `i`: its buffer, or `ext` (a delivery that came while nothing was
+    /// buffered), read in place as the buffer would be: `dirs[i].pos` is then the position in
+    /// `ext`. Whatever cannot be done in place (resynchronising, a frame not whole yet) first
+    /// copies `ext` into the buffer, which leaves the direction exactly as if `ext` had been
+    /// buffered on delivery; when every byte of `ext` is framed, nothing is copied.
+    fn run_on(&mut self, out: &mut dyn Output, i: usize, mut ext: Option<&[u8]>) {
         let role = self.dirs[i].role;
         // The protocol's largest frame, within the engine's own ceiling: the bytes a direction
         // buffers while a frame completes never pass it.
@@ -306,8 +324,25 @@ impl ConnectionFramer {
         loop {
             let (pos, avail) = {
                 let d = &self.dirs[i];
-                (d.pos, d.avail())
+                match ext {
+                    Some(e) => (d.pos, e.len() - d.pos),
+                    None => (d.pos, d.avail()),
+                }
             };
+            if let Some(e) = ext {
+                if self.dirs[i].mode != Mode::Framing {
+                    self.dirs[i].buf.extend_from_slice(e);
+                    ext = None;
+                    continue;
+                }
+                if avail == 0 {
+                    // All of it framed in place: as a buffer released after its last frame.
+                    let d = &mut self.dirs[i];
+                    d.base += e.len() as u64;
+                    d.pos = 0;
+                    return;
+                }
+            }
             if avail == 0 {
                 return;
             }
@@ -329,7 +364,10 @@ impl ConnectionFramer {
                 let got = {
                     let session = &mut self.session;
                     let ctx = &mut self.ctx;
-                    let buf = &self.dirs[i].buf[pos..];
+                    let buf = match ext {
+                        Some(e) => &e[pos..],
+                        None => &self.dirs[i].buf[pos..],
+                    };
                     shielded(|| session.frame_length(ctx, buf, role))
                 };
                 self.flush_reports(out);
@@ -347,6 +385,7 @@ impl ConnectionFramer {
                         if avail > MAX_HEADER_WAIT {
                             FrameLen::NotAFrame
                         } else {
+                            self.keep(i, ext);
                             return;
                         }
                     }
@@ -405,7 +444,15 @@ impl ConnectionFramer {
                 }
             }
             if avail < n {
+                self.keep(i, ext);
                 return;
+            }
+            if let Some(e) = ext {
+                self.dirs[i].need = 0;
+                let start = self.dirs[i].base + pos as u64;
+                self.decode(out, i, &e[pos..pos + n], start, true);
+                self.dirs[i].pos = pos + n;
+                continue;
             }
             // The frame is decoded from the direction's buffer itself, not a copy: a frame near
             // the protocol's maximum (Kafka's 100 MiB, a Pulsar broker's 128 MiB) would cost
@@ -422,6 +469,14 @@ impl ConnectionFramer {
             if d.pos >= d.buf.len() {
                 d.release(); // freed before more bytes come, when large
             }
+        }
+    }
+
+    /// Bytes framed in place that must wait for more: copied into the (empty) buffer whole,
+    /// with the position where framing stopped, as if they had been buffered on delivery.
+    fn keep(&mut self, i: usize, ext: Option<&[u8]>) {
+        if let Some(e) = ext {
+            self.dirs[i].buf.extend_from_slice(e);
         }
     }
 
@@ -723,3 +778,7 @@ impl ConnectionFramer {
         (first, p, ts)
     }
 }
+
+#[cfg(test)]
+#[path = "framing_tests.rs"]
+mod tests;

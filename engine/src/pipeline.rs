@@ -22,6 +22,7 @@ use crate::correlation::{Correlator, PendingBudget};
 use crate::detection::{ConnPorts, Decision, Detector, Held, Item, EARLY_TRIES, HOLD_TOTAL};
 use crate::framing::{ConnectionFramer, Discard, Output};
 use crate::model::{Anomaly, ConnectionSummary, Exchange, FrameRef, Role};
+use crate::packet::Addr;
 use crate::printable::str_repr;
 use crate::protocol::{ConnCtx, Protocol, RunState, SessionOptions, MIN_CONFIDENCE};
 use crate::stream::{Event as StreamEvent, StreamEngine};
@@ -346,6 +347,32 @@ pub struct Capture {
     late: HashSet<u64, ahash::RandomState>,
     /// Role swaps decided while handling the current event, for the reassembler.
     swaps: Vec<u64>,
+    /// Connections another worker decodes whose bytes nobody here reads, for the reassembler.
+    mutes: Vec<u64>,
+    /// The text of the addresses seen lately: a capture of many short connections between a
+    /// few hosts would otherwise format and allocate both addresses of every connection again.
+    addrs: AddrNames,
+}
+
+/// Addresses as the connections table and frames show them, shared between connections (at
+/// most [`AddrNames::MAX`] kept; past that the map starts again).
+#[derive(Default)]
+struct AddrNames(HashMap<Addr, Rc<str>, ahash::RandomState>);
+
+impl AddrNames {
+    const MAX: usize = 4096;
+
+    fn get(&mut self, a: Addr) -> Rc<str> {
+        if let Some(s) = self.0.get(&a) {
+            return s.clone();
+        }
+        if self.0.len() >= Self::MAX {
+            self.0.clear();
+        }
+        let s: Rc<str> = Rc::from(a.to_string());
+        self.0.insert(a, s.clone());
+        s
+    }
 }
 
 impl Capture {
@@ -402,6 +429,8 @@ impl Capture {
             rows_out: VecDeque::new(),
             late: HashSet::default(),
             swaps: Vec::new(),
+            mutes: Vec::new(),
+            addrs: AddrNames::default(),
         })
     }
 
@@ -480,7 +509,14 @@ impl Capture {
                 c.user = User::Framer(Box::new(f), false);
                 c.protocol = Some(name);
             }
-            _ => self.conn(stream).user = User::Off,
+            _ => {
+                self.conn(stream).user = User::Off;
+                if !owns {
+                    // Off for good (nothing turns an `Off` connection back on): its bytes need
+                    // not even be copied out of reassembly.
+                    self.mutes.push(stream);
+                }
+            }
         }
         decision.swap
     }
@@ -500,7 +536,8 @@ impl Capture {
                 proto.name(),
                 self.opts.limits.max_pending_requests,
                 self.pending.clone(),
-            ),
+            )
+            .observing(observe),
             limits: self.limits.clone(),
             options: if observe {
                 self.observe_opts.clone()
@@ -978,7 +1015,10 @@ pub struct Dissection {
     pub engine: StreamEngine,
     pub cap: Capture,
     out: VecDeque<Record>,
-    events: VecDeque<StreamEvent>,
+    /// The stream events of the last step, handled in order from `at` (each taken out in
+    /// turn, a cheap `End` left in its place): one buffer reused for every step.
+    events: Vec<StreamEvent>,
+    at: usize,
     /// Streams whose roles were swapped during the current batch: the batch's later events of
     /// theirs were made before the swap.
     flipped: HashSet<u64, ahash::RandomState>,
@@ -1013,7 +1053,8 @@ impl Dissection {
             engine,
             cap,
             out: VecDeque::new(),
-            events: VecDeque::new(),
+            events: Vec::new(),
+            at: 0,
             flipped: HashSet::default(),
             packets: 0,
             started: false,
@@ -1036,7 +1077,9 @@ impl Dissection {
             if self.done {
                 return None;
             }
-            if let Some(ev) = self.events.pop_front() {
+            if let Some(slot) = self.events.get_mut(self.at) {
+                let ev = std::mem::replace(slot, StreamEvent::End);
+                self.at += 1;
                 self.event(ev);
                 continue;
             }
@@ -1044,10 +1087,10 @@ impl Dissection {
                 self.finish();
                 continue;
             }
-            let mut batch = Vec::new();
+            self.events.clear();
+            self.at = 0;
             let step = if self.cap.opts.live { 1 } else { STEP_RECORDS };
-            self.engine.step(step, step * 4, &mut batch);
-            self.events.extend(batch);
+            self.engine.step(step, step * 4, &mut self.events);
             self.flipped.clear();
         }
     }
@@ -1113,6 +1156,9 @@ impl Dissection {
             }
             StreamEvent::Tcp(t) => self.tcp_event(t),
         }
+        for stream in std::mem::take(&mut self.cap.mutes) {
+            self.engine.tcp.mute(stream);
+        }
         for stream in std::mem::take(&mut self.cap.swaps) {
             self.engine.tcp.swap_roles(stream);
             if !self.flipped.remove(&stream) {
@@ -1135,9 +1181,9 @@ impl Dissection {
                 // (released later in the same batch).
                 let conn = Conn {
                     stream,
-                    client: Rc::from(client.to_string()),
+                    client: self.cap.addrs.get(client),
                     client_port,
-                    server: Rc::from(server.to_string()),
+                    server: self.cap.addrs.get(server),
                     server_port,
                     first_ts_us,
                     saw_syn: false,
@@ -1165,6 +1211,7 @@ impl Dissection {
             } => {
                 let role = self.role(stream, role);
                 self.cap.on_data(stream, role, &data, packet, ts_us);
+                self.engine.tcp.give_back(data);
             }
             TcpEvent::Gap {
                 stream,

@@ -185,6 +185,8 @@ pub struct Conn {
     pub saw_syn: bool,
     pub reset: bool,
     pub finished: bool,
+    /// Nobody reads this connection's bytes (see [`Reassembler::mute`]).
+    mute: bool,
     halves: [Half; 2],
     hole: Option<usize>,
     hole_wait: i64,
@@ -232,6 +234,26 @@ impl Conn {
 struct Out<'a> {
     events: &'a mut Vec<TcpEvent>,
     max_ooo: usize,
+    spare: &'a mut Vec<Vec<u8>>,
+}
+
+/// Delivered bytes' buffers kept for reuse at most (see [`Reassembler::give_back`]).
+const SPARE_BUFFERS: usize = 256;
+/// A buffer larger than this is not kept for reuse.
+const SPARE_MAX: usize = 16 * 1024;
+
+impl Out<'_> {
+    /// `bytes` in a buffer of their own: one given back by the consumer when there is one.
+    fn copy(&mut self, bytes: &[u8]) -> Vec<u8> {
+        match self.spare.pop() {
+            Some(mut v) => {
+                v.clear();
+                v.extend_from_slice(bytes);
+                v
+            }
+            None => bytes.to_vec(),
+        }
+    }
 }
 
 impl Out<'_> {
@@ -245,7 +267,42 @@ impl Out<'_> {
     }
 }
 
-type Key = (Addr, u16, Addr, u16);
+/// A 4-tuple as the table keys it (see [`canonical`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Key(Addr, u16, Addr, u16);
+
+impl std::hash::Hash for Key {
+    /// Hashed as a few words (an IPv4 endpoint and its port in one), not field by field: the
+    /// derived hash feeds the hasher eight pieces per segment (two enum tags, two lengths).
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        fn endpoint<H: std::hash::Hasher>(a: &Addr, port: u16, h: &mut H) {
+            match a {
+                Addr::V4(b) => {
+                    h.write_u64(u64::from(u32::from_be_bytes(*b)) << 16 | u64::from(port))
+                }
+                Addr::V6(b) => {
+                    h.write_u128(u128::from_be_bytes(*b));
+                    h.write_u16(port);
+                }
+            }
+        }
+        endpoint(&self.0, self.1, h);
+        endpoint(&self.2, self.3, h);
+    }
+}
+
+/// The table's key of a 4-tuple: its two endpoints in one order whichever sent the segment, so
+/// that one lookup finds a connection from either direction. The reference looks the tuple up
+/// as sent, then reversed; at most one of the two is ever in the table (a connection is opened
+/// only when neither is, and a reopened one replaces the one released), so one canonical key
+/// finds the same connection.
+fn canonical(a: Addr, a_port: u16, b: Addr, b_port: u16) -> Key {
+    if (a, a_port) <= (b, b_port) {
+        Key(a, a_port, b, b_port)
+    } else {
+        Key(b, b_port, a, a_port)
+    }
+}
 
 /// Streams in the order they were last touched (Python's `OrderedDict` with `move_to_end`).
 #[derive(Debug, Default)]
@@ -335,6 +392,9 @@ pub struct Reassembler {
     pub evicted: u64,
     /// Events not yet taken.
     pub events: Vec<TcpEvent>,
+    /// Buffers of `Data` events given back once read, reused for the next deliveries: a
+    /// capture of many small segments would otherwise allocate and free one per segment.
+    spare: Vec<Vec<u8>>,
 }
 
 impl Reassembler {
@@ -354,6 +414,24 @@ impl Reassembler {
             half_open_released: 0,
             evicted: 0,
             events: Vec::new(),
+            spare: Vec::new(),
+        }
+    }
+
+    /// The connection's bytes are read by nobody (another worker decodes it, and no state it
+    /// could teach is shared): they are counted, but neither copied into `Data` events nor
+    /// kept to tell retransmissions apart (the anomalies that tell it are the other worker's).
+    pub fn mute(&mut self, stream: u64) {
+        if let Some(c) = self.live.get_mut(&stream) {
+            c.mute = true;
+        }
+    }
+
+    /// The buffer of a `Data` event read and done with, for the next delivery (small ones
+    /// only, and a bounded number of them).
+    pub fn give_back(&mut self, buf: Vec<u8>) {
+        if self.spare.len() < SPARE_BUFFERS && buf.capacity() <= SPARE_MAX {
+            self.spare.push(buf);
         }
     }
 
@@ -373,9 +451,10 @@ impl Reassembler {
         let mut out = Out {
             events: &mut self.events,
             max_ooo: self.max_out_of_order,
+            spare: &mut self.spare,
         };
         finish_conn(&mut conn, &mut out);
-        let key = (conn.client, conn.client_port, conn.server, conn.server_port);
+        let key = canonical(conn.client, conn.client_port, conn.server, conn.server_port);
         if self.connections.get(&key) == Some(&stream) {
             self.connections.remove(&key);
             self.table.remove(stream);
@@ -471,6 +550,7 @@ impl Reassembler {
             saw_syn: false,
             reset: false,
             finished: false,
+            mute: false,
             halves: [Half::default(), Half::default()],
             hole: None,
             hole_wait: 0,
@@ -479,7 +559,7 @@ impl Reassembler {
         };
         self.live.insert(stream, Box::new(conn));
         self.connections
-            .insert((client, client_port, server, server_port), stream);
+            .insert(canonical(client, client_port, server, server_port), stream);
         self.table.touch(stream);
         self.quiet.touch(stream);
         self.events.push(TcpEvent::Open {
@@ -511,15 +591,11 @@ impl Reassembler {
             && half.delivered > 0
     }
 
-    /// The connection the segment belongs to (opened when there is none) and the sender's role.
-    fn lookup(&mut self, seg: &Segment<'_>, ts_us: i64) -> (u64, usize) {
+    /// The connection the segment belongs to (opened when there is none).
+    fn lookup(&mut self, seg: &Segment<'_>, ts_us: i64) -> u64 {
         let mut found = self
             .connections
-            .get(&(seg.src, seg.sport, seg.dst, seg.dport))
-            .or_else(|| {
-                self.connections
-                    .get(&(seg.dst, seg.dport, seg.src, seg.sport))
-            })
+            .get(&canonical(seg.src, seg.sport, seg.dst, seg.dport))
             .copied();
         if let Some(ci) = found {
             if seg.flags & SYN != 0
@@ -530,7 +606,7 @@ impl Reassembler {
                 found = None;
             }
         }
-        let ci = match found {
+        match found {
             Some(ci) => ci,
             None => {
                 if self.connections.len() >= self.retention.max_connections {
@@ -538,14 +614,7 @@ impl Reassembler {
                 }
                 self.open(seg, ts_us)
             }
-        };
-        let conn = &self.live[&ci];
-        let role = if seg.src == conn.client && seg.sport == conn.client_port {
-            CLIENT
-        } else {
-            SERVER
-        };
-        (ci, role)
+        }
     }
 
     /// Make the side taken for the server the client (detection found the other side sends the
@@ -554,11 +623,9 @@ impl Reassembler {
         let Some(conn) = self.live.get_mut(&stream) else {
             return; // released: its row was taken with the roles it had (see `ConnRow::swapped`)
         };
-        let key = (conn.client, conn.client_port, conn.server, conn.server_port);
+        // The key is the same either way round (see `canonical`).
+        let key = canonical(conn.client, conn.client_port, conn.server, conn.server_port);
         let mine = self.connections.get(&key) == Some(&stream);
-        if mine {
-            self.connections.remove(&key);
-        }
         std::mem::swap(&mut conn.client, &mut conn.server);
         std::mem::swap(&mut conn.client_port, &mut conn.server_port);
         conn.halves.swap(CLIENT, SERVER);
@@ -567,18 +634,19 @@ impl Reassembler {
             q.role = 1 - q.role;
         }
         if mine {
-            self.connections.insert(
-                (conn.client, conn.client_port, conn.server, conn.server_port),
-                stream,
-            );
             self.table.touch(stream); // re-keyed: the reference's dict puts it last
         }
     }
 
     /// One captured TCP segment.
     pub fn segment(&mut self, seg: &Segment<'_>, packet: u64, ts_us: i64) {
-        let (stream, role) = self.lookup(seg, ts_us);
+        let stream = self.lookup(seg, ts_us);
         let conn = self.live.get_mut(&stream).expect("looked up: tracked");
+        let role = if seg.src == conn.client && seg.sport == conn.client_port {
+            CLIENT
+        } else {
+            SERVER
+        };
         if conn.finished {
             if self.closed.contains(stream) {
                 self.closed.touch(stream);
@@ -594,6 +662,7 @@ impl Reassembler {
         let mut out = Out {
             events: &mut self.events,
             max_ooo: self.max_out_of_order,
+            spare: &mut self.spare,
         };
         segment_conn(conn, role, seg, packet, ts_us, &mut out);
         if !was_finished && conn.finished {
@@ -700,16 +769,8 @@ fn segment_conn(
                         give_up(conn, out); // the sender moved on past the hole: it is lost
                     }
                 }
-                data(
-                    conn,
-                    role,
-                    seq,
-                    payload.to_vec(),
-                    missing,
-                    packet,
-                    ts_us,
-                    out,
-                );
+                let bytes = out.copy(payload);
+                data(conn, role, seq, bytes, missing, packet, ts_us, out);
                 if conn.hole == Some(role) && !conn.halves[role].hole_open() {
                     resume(conn, out); // the acknowledged bytes turned up late
                 }
@@ -798,13 +859,34 @@ fn deliver(
     ts_us: i64,
     out: &mut Out<'_>,
 ) {
-    if !bytes.is_empty() {
+    if !bytes.is_empty() && conn.mute {
         let half = &mut conn.halves[role];
         let n = bytes.len();
-        half.recent.push_back((half.delivered, bytes.clone()));
-        if half.recent.len() > RECENT_CHUNKS {
-            half.recent.pop_front();
+        half.bytes += n as u64;
+        half.delivered += n as i64;
+        half.next_raw = Some(half.next_raw.unwrap_or(0).wrapping_add(n as u32));
+        if out.spare.len() < SPARE_BUFFERS && bytes.capacity() <= SPARE_MAX {
+            out.spare.push(bytes);
         }
+    } else if !bytes.is_empty() {
+        let half = &mut conn.halves[role];
+        let n = bytes.len();
+        // The oldest chunk's memory is reused for the newest when it fits without holding
+        // much more than the chunk needs.
+        let oldest = if half.recent.len() >= RECENT_CHUNKS {
+            half.recent.pop_front().map(|(_, v)| v)
+        } else {
+            None
+        };
+        let copy = match oldest {
+            Some(mut v) if v.capacity() >= n && v.capacity() <= n.max(1024) * 2 => {
+                v.clear();
+                v.extend_from_slice(&bytes);
+                v
+            }
+            _ => bytes.clone(),
+        };
+        half.recent.push_back((half.delivered, copy));
         half.bytes += n as u64;
         half.delivered += n as i64;
         half.next_raw = Some(half.next_raw.unwrap_or(0).wrapping_add(n as u32));

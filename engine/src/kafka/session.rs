@@ -574,22 +574,29 @@ impl KafkaSession {
         f.version = Some(i32::from(version));
         f.correlation_id = Some(i64::from(corr));
         f.context = Some(Box::new(RequestKey { api_key, version }));
-        let mut head = Fields::with_capacity(5); // key, version, id, client id, tags
-        head.set_span("api_key", Value::Int(api_key.into()), Some(Span::new(4, 6)));
-        head.set_span(
-            "api_version",
-            Value::Int(version.into()),
-            Some(Span::new(6, 8)),
-        );
-        head.set_span(
-            "correlation_id",
-            Value::Int(corr.into()),
-            Some(Span::new(8, 12)),
-        );
+        // An observer's frame is never shown: its header fields are not made (the header is
+        // still read: where the body starts, and whether it reads, decide what follows).
+        let mut head = Fields::new();
+        if !self.observe {
+            head = Fields::with_capacity(5); // key, version, id, client id, tags
+            head.set_span("api_key", Value::Int(api_key.into()), Some(Span::new(4, 6)));
+            head.set_span(
+                "api_version",
+                Value::Int(version.into()),
+                Some(Span::new(6, 8)),
+            );
+            head.set_span(
+                "correlation_id",
+                Value::Int(corr.into()),
+                Some(Span::new(8, 12)),
+            );
+        }
         let key = Key::Int(corr.into());
         let pos = match header::request_header(data, hv) {
             Ok(h) => {
-                add_header(&mut head, &h);
+                if !self.observe {
+                    add_header(&mut head, &h);
+                }
                 Some(h.body_start)
             }
             Err(e) => {
@@ -627,7 +634,7 @@ impl KafkaSession {
                 None
             }
         };
-        if self.detail {
+        if self.detail && !self.observe {
             f.fields.set("header", Value::Map(head));
         }
         let Some(name) = name else {
@@ -953,7 +960,7 @@ impl KafkaSession {
         }
         let corr = i32_at(data, 4).unwrap_or(-1);
         f.correlation_id = Some(i64::from(corr));
-        if self.detail {
+        if self.detail && !self.observe {
             let mut head = Fields::new();
             head.set_span(
                 "correlation_id",
@@ -1056,7 +1063,9 @@ impl KafkaSession {
             // An observer's response frame is never shown and this body cannot name topics
             // (the run state observers keep): only SaslHandshake's (raw tokens follow it) and
             // those that list topic ids with names are walked.
-            self.handshakes.remove(&corr);
+            if !self.handshakes.is_empty() {
+                self.handshakes.remove(&corr);
+            }
             return;
         }
         let hv = schema::response_header_version(api_key, version);
