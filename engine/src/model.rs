@@ -396,9 +396,25 @@ impl Frame {
         type_: impl Into<Cow<'static, str>>,
         type_code: i64,
     ) -> Frame {
+        Frame::with_ends(
+            protocol,
+            type_.into(),
+            type_code,
+            Rc::from(""),
+            Rc::from(""),
+        )
+    }
+
+    fn with_ends(
+        protocol: &'static str,
+        type_: Cow<'static, str>,
+        type_code: i64,
+        src: Rc<str>,
+        dst: Rc<str>,
+    ) -> Frame {
         Frame {
             protocol,
-            type_: type_.into(),
+            type_,
             type_code,
             kind: Kind::Event,
             version: None,
@@ -417,9 +433,9 @@ impl Frame {
             first_packet: 0,
             ts_us: 0,
             stream: 0,
-            src: Rc::from(""),
+            src,
             src_port: 0,
-            dst: Rc::from(""),
+            dst,
             dst_port: 0,
             length: 0,
             data: None,
@@ -431,6 +447,24 @@ impl Frame {
             messages_counted: 0,
             flagged: Vec::new(),
         }
+    }
+
+    /// As [`Frame::new`], with `addr` (a clone of an address the caller holds) as both
+    /// endpoints: no allocation for them. For frames whose endpoints the framing engine sets
+    /// anyway, or that are never shown (an observer's).
+    pub fn new_at(
+        protocol: &'static str,
+        type_: impl Into<Cow<'static, str>>,
+        type_code: i64,
+        addr: &Rc<str>,
+    ) -> Frame {
+        Frame::with_ends(
+            protocol,
+            type_.into(),
+            type_code,
+            addr.clone(),
+            addr.clone(),
+        )
     }
 
     /// The frame, shared.

@@ -538,7 +538,7 @@ impl KafkaSession {
     }
 
     fn request(&mut self, ctx: &mut ConnCtx, data: &[u8], complete: bool) -> FrameRef {
-        let mut f = Frame::new(PROTOCOL, "Unknown", -1);
+        let mut f = self.frame(ctx);
         f.kind = Kind::Request;
         if data.len() < 12 {
             if complete {
@@ -941,11 +941,21 @@ impl KafkaSession {
         text
     }
 
+    /// A new request or response frame. An observer's is never shown: its endpoints are the
+    /// connection's client address, shared rather than made for the frame.
+    fn frame(&self, ctx: &ConnCtx) -> Frame {
+        if self.observe {
+            Frame::new_at(PROTOCOL, "Unknown", -1, &ctx.client)
+        } else {
+            Frame::new(PROTOCOL, "Unknown", -1)
+        }
+    }
+
     fn response(&mut self, ctx: &mut ConnCtx, data: &[u8], complete: bool) -> FrameRef {
         if self.sasl_raw && (data.len() < 8 || peek(ctx, i32_at(data, 4).unwrap_or(-1)).is_none()) {
             return self.sasl_token(data, Role::Server).shared();
         }
-        let mut f = Frame::new(PROTOCOL, "Unknown", -1);
+        let mut f = self.frame(ctx);
         f.kind = Kind::Response;
         if data.len() < 8 {
             if complete {
