@@ -20,7 +20,8 @@ use crate::packet::linktype_supported;
 
 /// Bytes read from the input at a time.
 pub const CHUNK: usize = 1 << 20;
-/// Bytes asked of the input per read call (the buffer grows by this much, zero-filled, per call).
+/// Bytes asked of the input per read call (into the reader's buffer, which grows only when a
+/// record needs more: bytes once zeroed are read into again, not zeroed per call).
 const READ_STEP: usize = 64 << 10;
 /// A record or block claiming more than this is treated as corruption, not buffered.
 pub const MAX_RECORD: usize = 16 << 20;
@@ -287,8 +288,11 @@ pub struct CaptureReader {
     format: Format,
     input: Box<dyn Read>,
     consumed: Rc<Cell<u64>>,
+    /// Read bytes are `buf[pos..end]`. The vector only grows, and bytes past `end` are kept
+    /// (they were read or zeroed once): a read goes into them without zeroing them again.
     buf: Vec<u8>,
     pos: usize,
+    end: usize,
     eof: bool,
     done: bool,
     big: bool,
@@ -453,6 +457,7 @@ impl CaptureReader {
             consumed,
             buf: Vec::with_capacity(CHUNK),
             pos: 0,
+            end: 0,
             eof: false,
             done: false,
             big: false,
@@ -473,7 +478,7 @@ impl CaptureReader {
     }
 
     fn check_header(&mut self) -> Result<(), CaptureError> {
-        let head = &self.buf[..];
+        let head = &self.buf[..self.end];
         let name = &self.name;
         let what = match self.compression {
             Some(c) => format!("{c}-compressed file"),
@@ -552,35 +557,30 @@ impl CaptureReader {
 
     /// Makes `need` bytes available from `pos` (fewer only at the end of the input).
     fn fill(&mut self, need: usize) -> io::Result<usize> {
-        let have = self.buf.len() - self.pos;
+        let have = self.end - self.pos;
         if have >= need || self.eof {
             return Ok(have);
         }
         if self.pos > 0 {
-            self.buf.copy_within(self.pos.., 0);
-            self.buf.truncate(have);
+            self.buf.copy_within(self.pos..self.end, 0);
+            self.end = have;
             self.pos = 0;
         }
-        while self.buf.len() < need {
-            let len = self.buf.len();
-            let want = READ_STEP.max(need - len);
-            self.buf.resize(len + want, 0);
-            let got = read_some(&mut *self.input, &mut self.buf[len..]);
-            match got {
-                Ok(n) => {
-                    self.buf.truncate(len + n);
-                    if n == 0 {
-                        self.eof = true;
-                        break;
-                    }
+        while self.end < need {
+            let want = READ_STEP.max(need - self.end);
+            if self.buf.len() < self.end + want {
+                self.buf.resize(self.end + want, 0);
+            }
+            match read_some(&mut *self.input, &mut self.buf[self.end..self.end + want]) {
+                Ok(0) => {
+                    self.eof = true;
+                    break;
                 }
-                Err(e) => {
-                    self.buf.truncate(len);
-                    return Err(e);
-                }
+                Ok(n) => self.end += n,
+                Err(e) => return Err(e),
             }
         }
-        Ok(self.buf.len())
+        Ok(self.end)
     }
 
     fn stop(&mut self, why: String) {
@@ -616,6 +616,7 @@ impl CaptureReader {
             consumed: Rc::new(Cell::new(0)),
             buf: Vec::new(),
             pos: 0,
+            end: 0,
             eof: true,
             done: false,
             big: false,
@@ -633,6 +634,7 @@ impl CaptureReader {
             Some(r) => {
                 self.records = r.number;
                 self.buf = r.data;
+                self.end = self.buf.len();
                 Some(Record {
                     number: r.number,
                     ts_us: r.ts_us,
@@ -703,10 +705,10 @@ impl CaptureReader {
             return None;
         }
         let p = self.pos;
-        let sec = u32_at(&self.buf, p, big) as i64;
-        let frac = u32_at(&self.buf, p + 4, big) as i64;
-        let incl = u32_at(&self.buf, p + 8, big) as usize;
-        let orig = u32_at(&self.buf, p + 12, big);
+        let sec = u32_at(&self.buf[..self.end], p, big) as i64;
+        let frac = u32_at(&self.buf[..self.end], p + 4, big) as i64;
+        let incl = u32_at(&self.buf[..self.end], p + 8, big) as usize;
+        let orig = u32_at(&self.buf[..self.end], p + 12, big);
         if incl > MAX_RECORD {
             self.stop(format!(
                 "record {} declares {incl} bytes, beyond any real packet: the file is corrupt",
@@ -743,7 +745,7 @@ impl CaptureReader {
             number: number + 1,
             ts_us,
             linktype,
-            data: &self.buf[start..start + incl],
+            data: &self.buf[..self.end][start..start + incl],
             orig_len: orig,
         })
     }
@@ -768,10 +770,10 @@ impl CaptureReader {
                 return None;
             }
             let p = self.pos;
-            let btype = u32_at(&self.buf, p, self.big);
-            let mut blen = u32_at(&self.buf, p + 4, self.big) as usize;
+            let btype = u32_at(&self.buf[..self.end], p, self.big);
+            let mut blen = u32_at(&self.buf[..self.end], p + 4, self.big) as usize;
             if btype == PCAPNG_SHB {
-                let bom = &self.buf[p + 8..p + 12];
+                let bom = &self.buf[..self.end][p + 8..p + 12];
                 if bom == BOM_LE {
                     self.big = false;
                 } else if bom == BOM_BE {
@@ -782,7 +784,7 @@ impl CaptureReader {
                     ));
                     return None;
                 }
-                blen = u32_at(&self.buf, p + 4, self.big) as usize;
+                blen = u32_at(&self.buf[..self.end], p + 4, self.big) as usize;
             }
             if !(12..=MAX_RECORD).contains(&blen) {
                 self.stop(format!(
@@ -812,7 +814,7 @@ impl CaptureReader {
             let p = self.pos;
             self.pos = p + blen;
             let big = self.big;
-            let b = &self.buf;
+            let b = &self.buf[..self.end];
             match btype {
                 BT_EPB | BT_PB => {
                     let epb = btype == BT_EPB;
@@ -874,7 +876,7 @@ impl CaptureReader {
                     } else {
                         (self.last_ts, Some(time_note(t, ifid, &iface)))
                     };
-                    let data = &self.buf[p + 28..p + 28 + caplen];
+                    let data = &self.buf[..self.end][p + 28..p + 28 + caplen];
                     return Some(Record {
                         number,
                         ts_us,
@@ -908,7 +910,7 @@ impl CaptureReader {
                     if iface.snap != 0 {
                         caplen = caplen.min(iface.snap as usize);
                     }
-                    let data = &self.buf[p + 12..p + 12 + caplen];
+                    let data = &self.buf[..self.end][p + 12..p + 12 + caplen];
                     return Some(Record {
                         number,
                         ts_us: 0, // no time in a Simple Packet Block
