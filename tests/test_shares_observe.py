@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.test_pending_budget import capture
+from tests.test_pending_budget import budget_of_two, capture
 from wiredump.dissect.limits import Limits
 from wiredump.dissect.pipeline import Options, dissect
 
@@ -38,14 +38,7 @@ def test_a_share_spends_the_pending_budget_as_the_whole_capture(tmp_path: Path) 
     # it: B's request finds both places taken by A's and gives itself up; A's third gives up
     # A's first.
     whole = records(path, Options(limits=limits))
-    assert whole[0] == {
-        (1, 1, "unanswered", at["b1"], None),
-        (0, 1, "unanswered", at["a1"], None),
-        (1, 1, "no_request", None, at["b1r"]),
-        (0, 1, "no_request", None, at["a1r"]),
-        (0, 2, "answered", at["a2"], at["a2r"]),
-        (0, 3, "answered", at["a3"], at["a3r"]),
-    }
+    assert whole[0] == budget_of_two(at)
     assert whole[1] == [(1, at["b1"]), (0, at["a3"])]
     for n in (2, 3):
         for k in range(n):
