@@ -61,7 +61,6 @@ def exchanges(path: Path, limits: Limits) -> set[tuple]:
     return rows
 
 
-
 def budget_of_two(at: dict[str, int]) -> set[tuple]:
     """The exchanges of `capture` with two pending requests allowed over the capture, derived
     by hand (see the test below): B's request and A's first are given up, their answers find no
@@ -74,6 +73,7 @@ def budget_of_two(at: dict[str, int]) -> set[tuple]:
         (0, 2, "answered", at["a2"], at["a2r"]),
         (0, 3, "answered", at["a3"], at["a3r"]),
     }
+
 
 def test_the_capture_budget_gives_up_the_requesting_connections_oldest(tmp_path: Path) -> None:
     path, at = capture(tmp_path)
