@@ -234,3 +234,13 @@ def test_bytes_yaml_forbids_have_a_line(tmp_path: Path, raw: bytes, line: int, r
     with pytest.raises(SpecError) as e:
         spec.read(str(path), spec.MAX_RULES_BYTES)
     assert e.value.line == line and reason in e.value.reason
+
+
+def test_libyamls_own_nesting_refusal_is_reported_as_too_deep() -> None:
+    """PyYAML 6.0.4's libyaml refuses 1,000 levels in its scanner, ahead of the events the
+    loader counts: the message is the loader's own, at libyaml's line and column (1-based)."""
+    mark = yaml.Mark("deep.yaml", 0, 2, 7, None, None)  # 0-based line 2, column 7
+    e = yaml.scanner.ScannerError("while increasing flow level", mark, "exceeded maximum nesting depth", mark)
+    err = spec._yaml_error(e, "deep.yaml", "")
+    assert (err.line, err.column) == (3, 8)
+    assert err.reason == f"nesting deeper than {spec.MAX_DEPTH} levels"
