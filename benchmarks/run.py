@@ -87,8 +87,9 @@ def timed(
 
 
 def wiredump() -> list[str]:
-    exe = shutil.which("wiredump")
-    return [exe] if exe else [sys.executable, "-m", "wiredump"]
+    """The wiredump of the environment this script runs in, whatever PATH says: the figures are
+    those of the code it imports (a PATH without the venv's bin once timed another install)."""
+    return [sys.executable, "-m", "wiredump"]
 
 
 def table(results: list[Result]) -> str:
@@ -150,6 +151,9 @@ def ratios(label: str, results: list[Result]) -> list[str]:
     w_text = by[f"[{label}] wiredump X > file"]
     w_export = by[f"[{label}] wiredump export X -o DIR"]
     out = []
+    failed = [r.name for r in (t_text, t_fields, w_text, w_export) if r is not None and r.rc != 0]
+    if failed:  # a command that failed measured nothing: no ratio is made of its time
+        return [f"[{label}] no ratios: {', '.join(failed)} failed (see above)"]
     if t_text and t_fields:
         out.append(
             f"[{label}] timeline vs tshark -n:      {t_text.seconds / w_text.seconds:6.2f}x wall, "
@@ -239,6 +243,8 @@ def main() -> None:
     print()
     for label, _, _ in sizes:
         print("\n".join(ratios(label, results)))
+    if any(r.rc != 0 for r in results):
+        sys.exit(1)  # a failed command is a failed benchmark, whatever else it printed
 
 
 if __name__ == "__main__":
