@@ -574,10 +574,12 @@ impl KafkaSession {
         f.version = Some(i32::from(version));
         f.correlation_id = Some(i64::from(corr));
         f.context = Some(Box::new(RequestKey { api_key, version }));
-        // An observer's frame is never shown: its header fields are not made (the header is
-        // still read: where the body starts, and whether it reads, decide what follows).
+        // The header's fields are made only for a frame whose fields are kept: not for an
+        // observer's (never shown) nor when no sink reads fields (the plain timeline). The
+        // header is still read: where the body starts, and whether it reads, decide what follows.
+        let keep_head = self.detail && !self.observe;
         let mut head = Fields::new();
-        if !self.observe {
+        if keep_head {
             head = Fields::with_capacity(5); // key, version, id, client id, tags
             head.set_span("api_key", Value::Int(api_key.into()), Some(Span::new(4, 6)));
             head.set_span(
@@ -594,7 +596,7 @@ impl KafkaSession {
         let key = Key::Int(corr.into());
         let pos = match header::request_header(data, hv) {
             Ok(h) => {
-                if !self.observe {
+                if keep_head {
                     add_header(&mut head, &h);
                 }
                 Some(h.body_start)
@@ -608,11 +610,13 @@ impl KafkaSession {
                     _ => Vec::new(),
                 };
                 if name.is_some() && plan.is_some() {
-                    if let (Some(h1), true) = (&h1, hv >= 2) {
-                        add_client_id(&mut head, h1);
+                    if keep_head {
+                        if let (Some(h1), true) = (&h1, hv >= 2) {
+                            add_client_id(&mut head, h1);
+                        }
+                        add_tags(&mut head, &tags);
+                        f.fields.set("header", Value::Map(head));
                     }
-                    add_tags(&mut head, &tags);
-                    f.fields.set("header", Value::Map(head));
                     if complete {
                         f.flag(
                             Status::Malformed,
@@ -627,14 +631,16 @@ impl KafkaSession {
                 }
                 // An unknown key or version: its header version is a guess, so read what a
                 // header v1 holds (the client id) and let the status say what is unknown.
-                add_tags(&mut head, &tags);
-                if let Some(h1) = &h1 {
-                    add_client_id(&mut head, h1);
+                if keep_head {
+                    add_tags(&mut head, &tags);
+                    if let Some(h1) = &h1 {
+                        add_client_id(&mut head, h1);
+                    }
                 }
                 None
             }
         };
-        if self.detail && !self.observe {
+        if keep_head {
             f.fields.set("header", Value::Map(head));
         }
         let Some(name) = name else {
