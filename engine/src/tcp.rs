@@ -242,6 +242,13 @@ const SPARE_BUFFERS: usize = 256;
 /// A buffer larger than this is not kept for reuse.
 const SPARE_MAX: usize = 16 * 1024;
 
+/// Keeps a delivered buffer for the next delivery: small ones, and a bounded number of them.
+fn recycle(spare: &mut Vec<Vec<u8>>, buf: Vec<u8>) {
+    if spare.len() < SPARE_BUFFERS && buf.capacity() <= SPARE_MAX {
+        spare.push(buf);
+    }
+}
+
 impl Out<'_> {
     /// `bytes` in a buffer of their own: one given back by the consumer when there is one.
     fn copy(&mut self, bytes: &[u8]) -> Vec<u8> {
@@ -430,9 +437,7 @@ impl Reassembler {
     /// The buffer of a `Data` event read and done with, for the next delivery (small ones
     /// only, and a bounded number of them).
     pub fn give_back(&mut self, buf: Vec<u8>) {
-        if self.spare.len() < SPARE_BUFFERS && buf.capacity() <= SPARE_MAX {
-            self.spare.push(buf);
-        }
+        recycle(&mut self.spare, buf);
     }
 
     /// Sets when connections are let go of (before the first segment).
@@ -859,44 +864,42 @@ fn deliver(
     ts_us: i64,
     out: &mut Out<'_>,
 ) {
-    if !bytes.is_empty() && conn.mute {
+    if !bytes.is_empty() {
+        let (mute, stream) = (conn.mute, conn.stream);
         let half = &mut conn.halves[role];
         let n = bytes.len();
-        half.bytes += n as u64;
-        half.delivered += n as i64;
-        half.next_raw = Some(half.next_raw.unwrap_or(0).wrapping_add(n as u32));
-        if out.spare.len() < SPARE_BUFFERS && bytes.capacity() <= SPARE_MAX {
-            out.spare.push(bytes);
+        if !mute {
+            // The oldest chunk's memory is reused for the newest when it fits without holding
+            // much more than the chunk needs.
+            let oldest = if half.recent.len() >= RECENT_CHUNKS {
+                half.recent.pop_front().map(|(_, v)| v)
+            } else {
+                None
+            };
+            let copy = match oldest {
+                Some(mut v) if v.capacity() >= n && v.capacity() <= n.max(1024) * 2 => {
+                    v.clear();
+                    v.extend_from_slice(&bytes);
+                    v
+                }
+                _ => bytes.clone(),
+            };
+            half.recent.push_back((half.delivered, copy));
         }
-    } else if !bytes.is_empty() {
-        let half = &mut conn.halves[role];
-        let n = bytes.len();
-        // The oldest chunk's memory is reused for the newest when it fits without holding
-        // much more than the chunk needs.
-        let oldest = if half.recent.len() >= RECENT_CHUNKS {
-            half.recent.pop_front().map(|(_, v)| v)
-        } else {
-            None
-        };
-        let copy = match oldest {
-            Some(mut v) if v.capacity() >= n && v.capacity() <= n.max(1024) * 2 => {
-                v.clear();
-                v.extend_from_slice(&bytes);
-                v
-            }
-            _ => bytes.clone(),
-        };
-        half.recent.push_back((half.delivered, copy));
         half.bytes += n as u64;
         half.delivered += n as i64;
         half.next_raw = Some(half.next_raw.unwrap_or(0).wrapping_add(n as u32));
-        out.events.push(TcpEvent::Data {
-            stream: conn.stream,
-            role,
-            data: bytes,
-            packet,
-            ts_us,
-        });
+        if mute {
+            recycle(out.spare, bytes); // counted, read by nobody
+        } else {
+            out.events.push(TcpEvent::Data {
+                stream,
+                role,
+                data: bytes,
+                packet,
+                ts_us,
+            });
+        }
     }
     if missing != 0 {
         gap(
