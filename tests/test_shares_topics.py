@@ -62,14 +62,15 @@ def blanked(tmp_path: Path, packets: tuple[int, ...], name: str) -> tuple[Path, 
     return V.write(cap, recs, tmp_path / name), real
 
 
-def tables(path: Path, shard: tuple[int, int] | None = None, observe: bool = True) -> dict[str, pa.Table]:
+def tables(path: Path, shard: tuple[int, int] | None = None) -> dict[str, pa.Table]:
     """Every table the native engine builds for the capture (or one share of it), as
-    `spark export` builds them in a task (`TableFeed`); `observe` off: the share drops the
-    other shares' connections instead of observing them, and the result has `consulted`."""
-    return _tables(path, shard, observe)[0]
+    `spark export` builds them in a task (`TableFeed`)."""
+    return _tables(path, shard, observe=True)[0]
 
 
 def _tables(path: Path, shard: tuple[int, int] | None, observe: bool) -> tuple[dict[str, pa.Table], bool]:
+    """`tables`, and whether the engine looked run state up (`Dissector.run_state_consulted`);
+    `observe` off: the share drops the other shares' connections instead of observing them."""
     from wiredump._engine import Dissector, TableFeed
 
     from wiredump.dissect.pipeline import Options
