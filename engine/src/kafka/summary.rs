@@ -6,6 +6,7 @@
 //! The reference formats values with Python's `str()`/`repr()`; [`py_str`] does the same for the
 //! values a body holds (strings in lists are quoted, `None`, `True`…).
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use super::body::{uuid_string, Field, Node, Value};
@@ -156,8 +157,21 @@ fn bytes_repr(b: &[u8]) -> String {
 
 /// Python's `str.strip()` (which also strips the ASCII separators 0x1c–0x1f).
 fn strip(s: &str) -> String {
-    s.trim_matches(|c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
-        .to_owned()
+    s.trim_matches(is_py_space).to_owned()
+}
+
+fn is_py_space(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+/// [`strip`] of a string the caller gives up: no copy when there is nothing to strip.
+fn strip_owned(s: String) -> String {
+    let t = s.trim_matches(is_py_space);
+    if t.len() == s.len() {
+        s
+    } else {
+        t.to_owned()
+    }
 }
 
 pub fn human_bytes(n: i64) -> String {
@@ -178,13 +192,18 @@ pub fn human_bytes(n: i64) -> String {
 
 fn plural(count: usize, noun: &str) -> String {
     let mut s = String::with_capacity(noun.len() + 8);
-    s.push_str(itoa::Buffer::new().format(count));
-    s.push(' ');
-    s.push_str(noun);
-    if count != 1 {
-        s.push('s');
-    }
+    push_plural(&mut s, count, noun);
     s
+}
+
+/// `{count} {noun}`, with an `s` unless one, written into `out`.
+fn push_plural(out: &mut String, count: usize, noun: &str) {
+    out.push_str(itoa::Buffer::new().format(count));
+    out.push(' ');
+    out.push_str(noun);
+    if count != 1 {
+        out.push('s');
+    }
 }
 
 fn join(items: &[String]) -> String {
@@ -213,38 +232,109 @@ fn list<'x, 'a>(d: Fields<'x, 'a>, key: &str) -> Vec<Fields<'x, 'a>> {
     }
 }
 
-fn topic_name(t: Fields<'_, '_>, cx: &Context<'_>) -> String {
+/// [`list`] without the vector: for the lines every Produce and Fetch frame makes.
+fn items<'x, 'a>(d: Fields<'x, 'a>, key: &str) -> impl Iterator<Item = Fields<'x, 'a>> {
+    let arr: &'x [Node<'a>] = match get(d, key).map(|n| &n.value) {
+        Some(Value::Array(items)) => items,
+        _ => &[],
+    };
+    arr.iter().filter_map(|n| match &n.value {
+        Value::Struct(f) => Some(&f[..]),
+        _ => None,
+    })
+}
+
+fn topic_name<'x>(t: Fields<'x, '_>, cx: &Context<'_>) -> Cow<'x, str> {
     for k in ["name", "topic"] {
         if let Some(s) = get_str(t, k) {
-            return s.to_owned();
+            return Cow::Borrowed(s);
         }
     }
     // The reference's topic_id is a string (a formatted UUID).
     if let Some(Value::Uuid(u)) = get(t, "topic_id").map(|n| &n.value) {
         let id = uuid_string(u);
-        return (cx.topic_name)(&id).unwrap_or_else(|| id[..8].to_owned());
+        return Cow::Owned((cx.topic_name)(&id).unwrap_or_else(|| id[..8].to_owned()));
     }
-    "?".into()
+    Cow::Borrowed("?")
 }
 
-fn partition(p: Fields<'_, '_>) -> String {
-    ["index", "partition_index", "partition"]
+/// Python's `str(p.get(k))` of the first partition key present, written into `out`.
+fn push_partition(out: &mut String, p: Fields<'_, '_>) {
+    match ["index", "partition_index", "partition"]
         .iter()
         .find_map(|k| get_int(p, k))
-        .map_or_else(|| "?".into(), |i| i.to_string())
+    {
+        Some(i) => out.push_str(itoa::Buffer::new().format(i)),
+        None => out.push('?'),
+    }
 }
 
+/// Python's `str(d.get(key))` written into `out` (no string made for the common integers and
+/// strings).
+fn push_show(out: &mut String, d: Fields<'_, '_>, key: &str) {
+    match get(d, key).map(|n| &n.value) {
+        None => out.push_str("None"),
+        Some(Value::Int(i)) => out.push_str(itoa::Buffer::new().format(*i)),
+        Some(Value::Str(s)) => out.push_str(s),
+        Some(v) => out.push_str(&py_str(v)),
+    }
+}
+
+/// `human_bytes` written into `out`.
+fn push_human_bytes(out: &mut String, n: i64) {
+    if n < 1024 {
+        out.push_str(itoa::Buffer::new().format(n));
+        out.push_str(" B");
+    } else {
+        out.push_str(&human_bytes(n));
+    }
+}
+
+/// `join` made as it goes: the first [`MAX_ITEMS`] items are written, the rest counted.
+struct Joined<'o> {
+    out: &'o mut String,
+    n: usize,
+}
+
+impl Joined<'_> {
+    /// Starts the next item: false when it is past the shown ones (only counted).
+    fn next(&mut self) -> bool {
+        self.n += 1;
+        if self.n > MAX_ITEMS {
+            return false;
+        }
+        if self.n > 1 {
+            self.out.push_str(", ");
+        }
+        true
+    }
+
+    /// Ends the list: ` +N more` for the items not shown.
+    fn finish(self) -> usize {
+        if self.n > MAX_ITEMS {
+            self.out.push_str(" +");
+            self.out
+                .push_str(itoa::Buffer::new().format(self.n - MAX_ITEMS));
+            self.out.push_str(" more");
+        }
+        self.n
+    }
+}
+
+/// `{name}[{idx}]` and ` {n} record(s)` per partition, joined into `out`; returns the items,
+/// the records and the bytes of the record sets.
 fn records_line(
+    out: &mut String,
     body: Fields<'_, '_>,
     topics_key: &str,
     parts_key: &str,
     cx: &Context<'_>,
-) -> (Vec<String>, i64, i64) {
-    let (mut items, mut total, mut size) = (Vec::new(), 0i64, 0i64);
-    for t in list(body, topics_key) {
+) -> (usize, i64, i64) {
+    let (mut total, mut size) = (0i64, 0i64);
+    let mut joined = Joined { out, n: 0 };
+    for t in items(body, topics_key) {
         let name = topic_name(t, cx);
-        for p in list(t, parts_key) {
-            let idx = partition(p);
+        for p in items(t, parts_key) {
             let n = match get(p, "records") {
                 Some(
                     node @ Node {
@@ -257,53 +347,54 @@ fn records_line(
                 }
                 _ => 0,
             };
-            // `{name}[{idx}]`, then ` {n} record(s)` when it has any; pushed, not formatted:
-            // most frames carry one of these.
-            let mut item = String::with_capacity(name.len() + idx.len() + 16);
-            item.push_str(&name);
-            item.push('[');
-            item.push_str(&idx);
-            item.push(']');
-            if n != 0 {
-                total += n;
-                item.push(' ');
-                item.push_str(itoa::Buffer::new().format(n));
-                item.push_str(if n == 1 { " record" } else { " records" });
+            total += n;
+            if joined.next() {
+                let o = &mut *joined.out;
+                o.push_str(&name);
+                o.push('[');
+                push_partition(o, p);
+                o.push(']');
+                if n != 0 {
+                    o.push(' ');
+                    o.push_str(itoa::Buffer::new().format(n));
+                    o.push_str(if n == 1 { " record" } else { " records" });
+                }
             }
-            items.push(item);
         }
     }
-    (items, total, size)
+    (joined.finish(), total, size)
 }
 
 fn produce(body: Fields<'_, '_>, is_req: bool, cx: &Context<'_>) -> Option<String> {
+    let mut s = String::with_capacity(64);
     if is_req {
-        let (items, total, size) = records_line(body, "topic_data", "partition_data", cx);
-        let line = if items.len() <= 1 {
-            join(&items)
-        } else {
-            format!("{}; {}", join(&items), plural(total as usize, "record"))
-        };
-        let mut s = line;
+        let (n, total, size) = records_line(&mut s, body, "topic_data", "partition_data", cx);
+        if n > 1 {
+            s.push_str("; ");
+            push_plural(&mut s, total as usize, "record");
+        }
         s.push(' ');
-        s.push_str(&human_bytes(size));
+        push_human_bytes(&mut s, size);
         s.push_str(" acks=");
-        s.push_str(&show(body, "acks"));
-        return Some(strip(&s));
+        push_show(&mut s, body, "acks");
+        return Some(strip_owned(s));
     }
-    let mut parts = Vec::new();
-    for t in list(body, "responses") {
+    let mut joined = Joined { out: &mut s, n: 0 };
+    for t in items(body, "responses") {
         let name = topic_name(t, cx);
-        for p in list(t, "partition_responses") {
-            let mut part = name.clone();
-            part.push('[');
-            part.push_str(&show(p, "index"));
-            part.push_str("]@");
-            part.push_str(&show(p, "base_offset"));
-            parts.push(part);
+        for p in items(t, "partition_responses") {
+            if joined.next() {
+                let o = &mut *joined.out;
+                o.push_str(&name);
+                o.push('[');
+                push_show(o, p, "index");
+                o.push_str("]@");
+                push_show(o, p, "base_offset");
+            }
         }
     }
-    Some(join(&parts))
+    joined.finish();
+    Some(s)
 }
 
 fn fetch(body: Fields<'_, '_>, is_req: bool, cx: &Context<'_>) -> Option<String> {
@@ -326,15 +417,17 @@ fn fetch(body: Fields<'_, '_>, is_req: bool, cx: &Context<'_>) -> Option<String>
             j
         });
     }
-    let (items, total, size) = records_line(body, "responses", "partitions", cx);
-    let mut s = plural(items.len(), "partition");
+    let mut listed = String::new();
+    let (n, total, size) = records_line(&mut listed, body, "responses", "partitions", cx);
+    let mut s = String::with_capacity(40 + listed.len());
+    push_plural(&mut s, n, "partition");
     s.push_str(", ");
-    s.push_str(&plural(total as usize, "record"));
+    push_plural(&mut s, total as usize, "record");
     s.push(' ');
-    s.push_str(&human_bytes(size));
-    if !items.is_empty() && items.len() <= MAX_ITEMS {
+    push_human_bytes(&mut s, size);
+    if n != 0 && n <= MAX_ITEMS {
         s.push_str(": ");
-        s.push_str(&join(&items));
+        s.push_str(&listed);
     }
     Some(s)
 }
@@ -343,7 +436,7 @@ fn metadata(body: Fields<'_, '_>, is_req: bool, cx: &Context<'_>) -> Option<Stri
     let names = || {
         list(body, "topics")
             .into_iter()
-            .map(|t| topic_name(t, cx))
+            .map(|t| topic_name(t, cx).into_owned())
             .collect::<Vec<_>>()
     };
     if is_req {
@@ -547,7 +640,7 @@ fn generic(body: Fields<'_, '_>, cx: &Context<'_>) -> Option<String> {
                     Value::Str(s) if s == "?" => None,
                     v => Some(py_str(v)),
                 },
-                None => Some(topic_name(t, cx)).filter(|n| n != "?"),
+                None => Some(topic_name(t, cx).into_owned()).filter(|n| n != "?"),
             })
             .collect();
         if !names.is_empty() {
