@@ -10,6 +10,7 @@
 //! ([`PendingBudget`]): a request waiting for its answer keeps its whole frame, so without the
 //! second bound many connections that are never answered would hold frames by the million.
 
+use smallvec::SmallVec;
 use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
@@ -84,13 +85,17 @@ impl PendingBudget {
     }
 }
 
+/// The requests pending under one key, oldest first. Nearly always one (Kafka's correlation ids
+/// and Pravega's request ids are unique per request), held inline: no allocation per request.
+type Queue = SmallVec<[FrameRef; 1]>;
+
 pub struct Correlator {
     pub stream: u64,
     pub protocol: &'static str,
     pub max_pending: usize,
     /// Pending requests per key, oldest first; `order` keeps keys in first-insertion order
     /// (Python's OrderedDict) so that the oldest request is the one evicted.
-    pending: HashMap<Key, VecDeque<FrameRef>, ahash::RandomState>,
+    pending: HashMap<Key, Queue, ahash::RandomState>,
     order: VecDeque<Key>,
     count: usize,
     done: Vec<(Done, Option<FrameRef>, Option<FrameRef>)>,
@@ -160,9 +165,9 @@ impl Correlator {
         }
         let q = self.pending.entry(key.clone()).or_insert_with(|| {
             self.order.push_back(key);
-            VecDeque::new()
+            Queue::new()
         });
-        q.push_back(frame.clone());
+        q.push(frame.clone());
         self.count += 1;
         if let Some(budget) = self.budget.clone().filter(|b| b.add(1)) {
             if self.observe {
@@ -274,7 +279,18 @@ impl Correlator {
     /// Exchanges completed since the last call, as table rows.
     pub fn drain(&mut self) -> Vec<Exchange> {
         let mut out = Vec::new();
-        for (status, req, resp) in std::mem::take(&mut self.done) {
+        self.drain_each(|ex| out.push(ex));
+        out
+    }
+
+    /// [`Correlator::drain`], each row handed to `each`: the framing engine drains after every
+    /// frame, so neither the row vector nor the completed list is made anew each time.
+    pub fn drain_each(&mut self, mut each: impl FnMut(Exchange)) {
+        if self.done.is_empty() {
+            return;
+        }
+        let mut done = std::mem::take(&mut self.done);
+        for (status, req, resp) in done.drain(..) {
             if let (Some(q), Some(s)) = (&req, &resp) {
                 if std::rc::Rc::ptr_eq(q, s) {
                     // One frame answering itself cannot be borrowed twice; nothing to link.
@@ -284,10 +300,12 @@ impl Correlator {
                 }
             }
             if let Done::Row(status) = status {
-                out.push(self.row(status, req.as_ref(), resp.as_ref()));
+                each(self.row(status, req.as_ref(), resp.as_ref()));
             }
         }
-        out
+        // Nothing is completed while rows are made (`row` and `link` only read and stamp).
+        debug_assert!(self.done.is_empty());
+        self.done = done;
     }
 
     /// Every request still outstanding becomes unanswered.
@@ -322,7 +340,8 @@ impl Correlator {
     fn evict_oldest(&mut self) -> Option<FrameRef> {
         let key = self.order.front().cloned()?;
         let q = self.pending.get_mut(&key).expect("ordered key is pending");
-        let req = q.pop_front().expect("pending queues are never empty");
+        assert!(!q.is_empty(), "pending queues are never empty");
+        let req = q.remove(0);
         if q.is_empty() {
             self.forget(&key);
         }

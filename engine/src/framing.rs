@@ -547,7 +547,7 @@ impl ConnectionFramer {
                     &format!("the {} frame at stream offset {start}", role.as_str()),
                     Some(0),
                 ));
-                vec![f.shared()]
+                smallvec::smallvec![f.shared()]
             }
         };
         let count = frames.len();
@@ -576,9 +576,7 @@ impl ConnectionFramer {
             }
             self.emit(out, fr);
         }
-        for ex in self.ctx.correlator.drain() {
-            out.exchange(ex);
-        }
+        self.ctx.correlator.drain_each(|ex| out.exchange(ex));
     }
 
     fn emit(&mut self, out: &mut dyn Output, fr: FrameRef) {

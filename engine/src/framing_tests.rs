@@ -29,11 +29,11 @@ impl Session for OneByte {
         data: &[u8],
         _role: Role,
         complete: bool,
-    ) -> Vec<FrameRef> {
+    ) -> crate::model::Frames {
         let mut f = Frame::new("onebyte", "F", 0);
         f.kind = Kind::Event;
         f.summary = format!("{:?} {complete}", &data[1.min(data.len())..]);
-        vec![f.shared()]
+        smallvec::smallvec![f.shared()]
     }
 }
 

@@ -390,6 +390,10 @@ pub const ANOMALY_LIMIT: &str = "anomaly_limit";
 /// A frame shared by its session, the correlator and the output queue (see the module doc).
 pub type FrameRef = Rc<RefCell<Frame>>;
 
+/// The frames one decode call gives (`Session::decode`): nearly always one, held inline so that
+/// a frame costs no vector of its own.
+pub type Frames = smallvec::SmallVec<[FrameRef; 1]>;
+
 impl Frame {
     pub fn new(
         protocol: &'static str,

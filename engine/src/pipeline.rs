@@ -1100,6 +1100,17 @@ impl Dissection {
         std::mem::take(&mut self.record_times)
     }
 
+    /// The records read since [`Dissection::clear_record_times`], in order: what
+    /// [`Dissection::take_record_times`] gives, for a reader called once per record (the
+    /// timeline) that would otherwise make a vector each time.
+    pub fn record_times(&self) -> &[(u64, i64)] {
+        &self.record_times
+    }
+
+    pub fn clear_record_times(&mut self) {
+        self.record_times.clear();
+    }
+
     fn role(&self, stream: u64, role: usize) -> Role {
         let r = if role == 0 {
             Role::Client

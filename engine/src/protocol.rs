@@ -15,7 +15,7 @@ use std::rc::Rc;
 
 use crate::codecs::Limits;
 use crate::correlation::Correlator;
-use crate::model::{Anomaly, FrameRef, Role};
+use crate::model::{Anomaly, FrameRef, Frames, Role};
 
 /// What [`Session::frame_length`] answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -149,13 +149,7 @@ pub trait Session {
     /// stream ended or a gap cut the frame: return a frame with status `truncated` describing
     /// what can be read. Usually one frame; a protocol may return none (bytes it swallows) or
     /// several.
-    fn decode(
-        &mut self,
-        ctx: &mut ConnCtx,
-        data: &[u8],
-        role: Role,
-        complete: bool,
-    ) -> Vec<FrameRef>;
+    fn decode(&mut self, ctx: &mut ConnCtx, data: &[u8], role: Role, complete: bool) -> Frames;
 
     /// Called once at the end of the connection; may return frames it still held.
     fn close(&mut self, _ctx: &mut ConnCtx) -> Vec<FrameRef> {

@@ -9,7 +9,7 @@
 
 use std::rc::Rc;
 
-use crate::model::{Anomaly, Exchange, FrameRef, Role, Status};
+use crate::model::{Anomaly, Exchange, FrameRef, Frames, Role, Status};
 use crate::protocol::{ConnCtx, FrameLen, Protocol, Session};
 
 /// Where the frames of one decode call sit in the capture (the framer's stamp).
@@ -59,7 +59,7 @@ impl Replay {
     /// Decodes one frame's bytes and stamps what comes out as `ConnectionFramer._decode` does:
     /// role, packets, time, length (the data's when one frame came out), `truncated` when the
     /// bytes were cut (status and, on the first frame, the `truncated` anomaly).
-    pub fn decode(&mut self, data: &[u8], role: Role, complete: bool, at: Stamp) -> Vec<FrameRef> {
+    pub fn decode(&mut self, data: &[u8], role: Role, complete: bool, at: Stamp) -> Frames {
         let frames = self.session.decode(&mut self.ctx, data, role, complete);
         let single = frames.len() == 1;
         for (i, f) in frames.iter().enumerate() {
@@ -181,7 +181,7 @@ mod tests {
             data: &[u8],
             role: Role,
             _complete: bool,
-        ) -> Vec<FrameRef> {
+        ) -> Frames {
             let id = data.get(1).copied().unwrap_or(0) as i64;
             let mut f = Frame::new("toy", "Echo", 1);
             f.correlation_id = Some(id);
@@ -196,7 +196,7 @@ mod tests {
             } else {
                 ctx.correlator.response(&f, &Key::Int(id), None);
             }
-            vec![f]
+            smallvec::smallvec![f]
         }
     }
 

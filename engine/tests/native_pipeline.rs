@@ -13,7 +13,7 @@ use wiredump_engine::capture::{CaptureReader, Input};
 use wiredump_engine::correlation::Key;
 use wiredump_engine::framing::{ConnectionFramer, Output};
 use wiredump_engine::model::{
-    Anomaly, Exchange, ExchangeStatus, Frame, FrameRef, Kind, Role, Status,
+    Anomaly, Exchange, ExchangeStatus, Frame, FrameRef, Frames, Kind, Role, Status,
 };
 use wiredump_engine::pipeline::{Dissection, Options, Record};
 use wiredump_engine::protocol::{ConnCtx, FrameLen, Protocol, Session};
@@ -50,13 +50,7 @@ impl Session for LpSession {
         })
     }
 
-    fn decode(
-        &mut self,
-        ctx: &mut ConnCtx,
-        data: &[u8],
-        _role: Role,
-        complete: bool,
-    ) -> Vec<FrameRef> {
+    fn decode(&mut self, ctx: &mut ConnCtx, data: &[u8], _role: Role, complete: bool) -> Frames {
         let kind = data.get(4).copied().unwrap_or(0xFF);
         if kind == 0xEE {
             panic!("boom");
@@ -73,7 +67,7 @@ impl Session for LpSession {
         f.correlation_id = id;
         if !complete {
             f.status = Status::Truncated;
-            return vec![f.shared()];
+            return smallvec::smallvec![f.shared()];
         }
         let fr = f.shared();
         let key = Key::Int(id.unwrap_or(-1));
@@ -82,7 +76,7 @@ impl Session for LpSession {
         } else {
             ctx.correlator.response(&fr, &key, None);
         }
-        vec![fr]
+        smallvec::smallvec![fr]
     }
 }
 
@@ -491,7 +485,7 @@ impl Session for Bad {
     fn resync(&mut self, _ctx: &mut ConnCtx, _buf: &[u8], _role: Role) -> Option<usize> {
         panic!("bad resync");
     }
-    fn decode(&mut self, _: &mut ConnCtx, _: &[u8], _: Role, _: bool) -> Vec<FrameRef> {
+    fn decode(&mut self, _: &mut ConnCtx, _: &[u8], _: Role, _: bool) -> Frames {
         panic!("bad decode");
     }
     fn close(&mut self, _ctx: &mut ConnCtx) -> Vec<FrameRef> {

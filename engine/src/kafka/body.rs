@@ -175,6 +175,9 @@ pub struct Decoded<'a> {
     pub dropped: u64,
     /// Path and offset of the first element not kept (`body.Elements.first`).
     pub first_dropped: Option<(String, usize)>,
+    /// `Records` nodes read (at least those `fields` holds): 0 spares looking for record sets
+    /// in a tree that has none (a Produce response, most bodies).
+    pub record_nodes: usize,
 }
 
 type R<T> = Result<T, DecodeError>;
@@ -303,6 +306,9 @@ struct Walker<'a, 's, const KEEP: bool> {
     dropping: bool,
     /// A check's record sets (the `Records` nodes the tree would keep), in reading order.
     records: Vec<Range<usize>>,
+    /// A decode's `Records` nodes made (kept in the tree or not): none means the tree holds
+    /// no record set to look for.
+    record_nodes: usize,
 }
 
 impl<'a, 's, const KEEP: bool> Walker<'a, 's, KEEP> {
@@ -322,6 +328,7 @@ impl<'a, 's, const KEEP: bool> Walker<'a, 's, KEEP> {
             first_dropped: None,
             dropping: false,
             records: Vec::new(),
+            record_nodes: 0,
         }
     }
 }
@@ -806,6 +813,7 @@ impl<'a, const KEEP: bool> Walker<'a, '_, KEEP> {
                     }
                     return Ok(Got::Placed);
                 }
+                self.record_nodes += 1;
                 Ok(Got::Node(Node {
                     value: Value::Records { size: n as usize },
                     start: at,
@@ -851,6 +859,7 @@ pub fn decode_body_limited<'a>(
         kept: max_elements - w.left,
         dropped: w.dropped,
         first_dropped: w.first_dropped,
+        record_nodes: w.record_nodes,
     }
 }
 
@@ -896,6 +905,10 @@ pub fn check_against_decode(
     let full = decode_body_limited(data, start, plan, &[], max_elements);
     let c = check_body(data, start, plan, max_elements);
     let differs = |what: String| Err(format!("{what}: check {c:?}, decode {:?}", full.error));
+    // The session looks for record sets only in trees that read a `Records` node.
+    if full.record_nodes == 0 && !super::records::locate_record_sets(&full.fields).is_empty() {
+        return differs("record sets in a tree that read no Records node".into());
+    }
     if c.end != full.end {
         return differs(format!("end {} against {}", c.end, full.end));
     }

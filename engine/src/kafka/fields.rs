@@ -52,8 +52,8 @@ pub fn value(n: &Node<'_>, sets: &mut Decoded) -> Value {
         BValue::Uuid(u) => Value::Str(uuid_string(u)),
         BValue::Array(items) => Value::List(items.iter().map(|i| value(i, sets)).collect()),
         BValue::Struct(fields) => Value::Map(convert(fields, sets)),
-        BValue::Records { size } => match sets.sets.remove(&n.start) {
-            Some((v, _)) => v,
+        BValue::Records { size } => match sets.take(n.start) {
+            Some(v) => v,
             None => {
                 let mut f = Fields::new();
                 f.set("size", Value::Int(*size as i64));

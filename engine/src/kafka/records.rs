@@ -1317,12 +1317,14 @@ pub struct Located<'a> {
 /// Every record set of a decoded body, in decoding order, with its topic and partition.
 pub fn locate_record_sets<'a>(fields: &[super::body::Field<'a>]) -> Vec<Located<'a>> {
     let mut out = Vec::new();
-    let mut stack = Vec::new();
+    let mut stack = Stack::new();
     walk_struct(fields, &mut stack, &mut out);
     out
 }
 
-type Stack<'x, 'a> = Vec<&'x [super::body::Field<'a>]>;
+/// The structs enclosing the node being walked. Inline up to a depth no Kafka body reaches
+/// (record sets sit three structs down): walking every body allocated nothing else.
+type Stack<'x, 'a> = smallvec::SmallVec<[&'x [super::body::Field<'a>]; 8]>;
 
 fn walk_struct<'x, 'a>(
     fields: &'x [super::body::Field<'a>],

@@ -8,7 +8,6 @@
 //! their offsets (`offset_delta`) until the broker's answer gives the partition's base offset.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::ops::Range;
 use std::rc::Rc;
 
@@ -58,14 +57,38 @@ impl FrameStats {
 
 /// The record sets of one body as the frame shows them: by the offset of their first byte,
 /// their decode (the field value) and record count (the summary's).
+///
+/// A vector in body order (the order `read_into` finds them, by ascending offset): most bodies
+/// carry one record set or none, and a map cost an allocation for each.
 #[derive(Default)]
 pub struct Decoded {
-    pub sets: HashMap<usize, (Value, i64)>,
+    sets: Vec<(usize, Option<Value>, i64)>,
 }
 
 impl Decoded {
+    fn at(&self, start: usize) -> Option<usize> {
+        self.sets.binary_search_by_key(&start, |s| s.0).ok()
+    }
+
+    fn insert(&mut self, start: usize, value: Value, count: i64) {
+        match self.at(start) {
+            Some(i) => self.sets[i] = (start, Some(value), count),
+            None => {
+                let i = self.sets.partition_point(|s| s.0 < start);
+                self.sets.insert(i, (start, Some(value), count));
+            }
+        }
+    }
+
     pub fn record_count(&self, start: usize) -> i64 {
-        self.sets.get(&start).map_or(0, |s| s.1)
+        self.at(start).map_or(0, |i| self.sets[i].2)
+    }
+
+    /// The decode of the record set at `start`, taken (None when there is none or it was
+    /// taken already).
+    pub fn take(&mut self, start: usize) -> Option<Value> {
+        let i = self.at(start)?;
+        self.sets[i].1.take()
     }
 }
 
@@ -173,7 +196,7 @@ pub fn read_into(
                 await_offsets(&mut f.messages, first);
             }
         }
-        out.sets.insert(l.start, (value, count));
+        out.insert(l.start, value, count);
     }
     out
 }

@@ -27,7 +27,11 @@ use super::topics::{can_teach, get, TopicNames, RUN_KEY};
 use super::{embedded, header, partitions, summary};
 use crate::codecs::ELEMENT_LIMIT;
 use crate::correlation::Key;
-use crate::model::{Anomaly, Direction, Fields, Frame, FrameRef, Kind, Role, Span, Status, Value};
+use smallvec::smallvec;
+
+use crate::model::{
+    Anomaly, Direction, Fields, Frame, FrameRef, Frames, Kind, Role, Span, Status, Value,
+};
 use crate::protocol::{ConnCtx, FrameLen, RunState, Session};
 
 pub const PROTOCOL: &str = "kafka";
@@ -791,7 +795,7 @@ impl KafkaSession {
         };
         let max_elements = ctx.limits.borrow().max_elements;
         let mut d = body::decode_body_limited(data, start, plan, secrets, max_elements);
-        let sets = if self.observe {
+        let sets = if self.observe || d.record_nodes == 0 {
             recordsets::Decoded::default()
         } else {
             let names = self.run_state.borrow();
@@ -822,7 +826,11 @@ impl KafkaSession {
         }
         let kind = if response { "response" } else { "request" };
         let what = |f: &Frame| format!("{} v{}", f.type_, py_version(f.version));
-        f.fields.set("body", Value::Null);
+        if self.detail {
+            // The body's place among the fields (`keep_body` fills it); nothing reads the
+            // fields of a frame when `detail` is off.
+            f.fields.set("body", Value::Null);
+        }
         if let Some(e) = d.error.take() {
             f.fields.set("body_stops_at", Value::Int(e.offset() as i64));
             if complete {
@@ -947,14 +955,12 @@ impl KafkaSession {
         text
     }
 
-    /// A new request or response frame. An observer's is never shown: its endpoints are the
-    /// connection's client address, shared rather than made for the frame.
+    /// A new request or response frame. Its endpoints start as the connection's client address,
+    /// shared rather than made for the frame: the framing engine sets them when it emits the
+    /// frame, and an observer's is never shown.
     fn frame(&self, ctx: &ConnCtx) -> Frame {
-        if self.observe {
-            Frame::new_at(PROTOCOL, "Unknown", -1, &ctx.client)
-        } else {
-            Frame::new(PROTOCOL, "Unknown", -1)
-        }
+        // The framing engine sets every emitted frame's endpoints (`ConnectionFramer::emit`).
+        Frame::new_at(PROTOCOL, "Unknown", -1, &ctx.client)
     }
 
     fn response(&mut self, ctx: &mut ConnCtx, data: &[u8], complete: bool) -> FrameRef {
@@ -1523,13 +1529,7 @@ impl Session for KafkaSession {
         None
     }
 
-    fn decode(
-        &mut self,
-        ctx: &mut ConnCtx,
-        data: &[u8],
-        role: Role,
-        complete: bool,
-    ) -> Vec<FrameRef> {
+    fn decode(&mut self, ctx: &mut ConnCtx, data: &[u8], role: Role, complete: bool) -> Frames {
         let f = if data.len() >= 3 && data[1] == 3 && tls_type(data[0]).is_some() && data[2] <= 4 {
             self.tls(data).shared()
         } else if role == Role::Client {
@@ -1538,9 +1538,9 @@ impl Session for KafkaSession {
             self.response(ctx, data, complete)
         };
         if self.observe {
-            Vec::new()
+            Frames::new()
         } else {
-            vec![f]
+            smallvec![f]
         }
     }
 }

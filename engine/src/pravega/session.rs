@@ -20,8 +20,10 @@ use super::pairing::Pairing;
 use super::partitions;
 use super::summary::summarize;
 use super::PROTOCOL;
+use smallvec::smallvec;
+
 use crate::model::{
-    Anomaly, Direction, Fields, Frame, FrameRef, Kind, Message, Role, Span, Status, Value,
+    Anomaly, Direction, Fields, Frame, FrameRef, Frames, Kind, Message, Role, Span, Status, Value,
 };
 use crate::protocol::{ConnCtx, FrameLen, Session};
 
@@ -696,14 +698,8 @@ impl Session for PravegaSession {
         None
     }
 
-    fn decode(
-        &mut self,
-        ctx: &mut ConnCtx,
-        data: &[u8],
-        role: Role,
-        complete: bool,
-    ) -> Vec<FrameRef> {
-        vec![self.decode_one(ctx, data, role, complete)]
+    fn decode(&mut self, ctx: &mut ConnCtx, data: &[u8], role: Role, complete: bool) -> Frames {
+        smallvec![self.decode_one(ctx, data, role, complete)]
     }
 
     fn close(&mut self, ctx: &mut ConnCtx) -> Vec<FrameRef> {

@@ -13,8 +13,11 @@ use std::hash::Hash;
 use std::rc::Rc;
 
 use crate::correlation::Key;
+use smallvec::smallvec;
+
 use crate::model::{
-    Anomaly, Direction, Field, Fields, Frame, FrameRef, Kind, Message, Role, Span, Status, Value,
+    Anomaly, Direction, Field, Fields, Frame, FrameRef, Frames, Kind, Message, Role, Span, Status,
+    Value,
 };
 use crate::protocol::{ConnCtx, FrameLen, Session};
 
@@ -859,19 +862,13 @@ impl Session for PulsarSession {
         None
     }
 
-    fn decode(
-        &mut self,
-        ctx: &mut ConnCtx,
-        data: &[u8],
-        role: Role,
-        complete: bool,
-    ) -> Vec<FrameRef> {
+    fn decode(&mut self, ctx: &mut ConnCtx, data: &[u8], role: Role, complete: bool) -> Frames {
         if data.starts_with(b"PROXY ") || data.starts_with(HAPROXY_V2_SIGNATURE) {
-            return vec![Self::proxy_frame(data).shared()];
+            return smallvec![Self::proxy_frame(data).shared()];
         }
         let fr = Frame::new(PROTOCOL, "?", -1).shared();
         self.decode_into(ctx, &fr, data, role, complete);
-        vec![fr]
+        smallvec![fr]
     }
 
     fn close(&mut self, ctx: &mut ConnCtx) -> Vec<FrameRef> {

@@ -46,12 +46,13 @@ unsafe impl Sink for Lines<'_> {
         capture: &str,
         rec: Record,
     ) -> Result<(), Self::Error> {
-        let times = run.take_record_times();
+        let times = run.record_times();
         if let Some(marks) = self.marks.as_deref_mut() {
             marks.extend(times.iter().map(|t| t.0).filter(|n| n & 1023 == 0));
         }
         self.tl.capture(capture);
-        self.tl.packets(&times);
+        self.tl.packets(times);
+        run.clear_record_times();
         self.tl.record(rec);
         Ok(())
     }

@@ -14,7 +14,9 @@ use super::constants as C;
 use super::cursor::Cursor;
 use super::{partitions, requests, responses, PROTOCOL};
 use crate::correlation::Key;
-use crate::model::{Frame, FrameRef, Kind, Role, Span, Status, Value};
+use smallvec::smallvec;
+
+use crate::model::{Frame, FrameRef, Frames, Kind, Role, Span, Status, Value};
 use crate::protocol::{ConnCtx, FrameLen, Session};
 
 fn size_at(buf: &[u8], pos: usize) -> Option<u64> {
@@ -131,14 +133,8 @@ impl Session for TankSession {
         })
     }
 
-    fn decode(
-        &mut self,
-        ctx: &mut ConnCtx,
-        data: &[u8],
-        role: Role,
-        complete: bool,
-    ) -> Vec<FrameRef> {
-        vec![decode_frame(ctx, data, role, complete)]
+    fn decode(&mut self, ctx: &mut ConnCtx, data: &[u8], role: Role, complete: bool) -> Frames {
+        smallvec![decode_frame(ctx, data, role, complete)]
     }
 }
 

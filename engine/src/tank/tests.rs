@@ -25,7 +25,7 @@ fn at(packet: u64) -> Stamp {
     }
 }
 
-fn one(frames: Vec<FrameRef>) -> FrameRef {
+fn one(frames: crate::model::Frames) -> FrameRef {
     assert_eq!(frames.len(), 1);
     frames.into_iter().next().unwrap()
 }

@@ -24,13 +24,40 @@ fn printable(c: char) -> bool {
 /// `s` as Python's `str.isprintable()` sees it, and without a backslash: the text `escape`
 /// returns unchanged.
 fn is_plain(s: &str) -> bool {
-    // Wire strings are mostly ASCII: `printable` answers those without the table.
-    s.chars().all(|c| c != '\\' && printable(c))
+    all_printable(s, b'\\')
+}
+
+/// Every character of `s` printable and none the ASCII `but`. Lines and wire strings are mostly
+/// ASCII: those bytes are answered one by one without decoding, other characters decoded where
+/// they are.
+#[inline]
+fn all_printable(s: &str, but: u8) -> bool {
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c < 0x80 {
+            if !(0x20..=0x7e).contains(&c) || c == but {
+                return false;
+            }
+            i += 1;
+        } else {
+            let Some(ch) = s[i..].chars().next() else {
+                return false; // not reached: `i` is always at a character's first byte
+            };
+            if !printable(ch) {
+                return false;
+            }
+            i += ch.len_utf8();
+        }
+    }
+    true
 }
 
 /// `s.isprintable()` in Python.
 pub fn is_printable_str(s: &str) -> bool {
-    s.chars().all(printable)
+    // 0x7f is not printable: as `but`, it excludes nothing more.
+    all_printable(s, 0x7f)
 }
 
 /// `escape(s)` (`wiredump/cli/escape.py`, without a quote): every character a terminal would act
@@ -280,6 +307,32 @@ mod tests {
             assert_eq!(printable(c), is_printable(c), "U+{n:04X}");
         }
         assert!(!is_printable_str("a\u{1b}"));
+    }
+
+    #[test]
+    fn byte_scan_answers_as_the_characters() {
+        // `all_printable` reads ASCII by the byte: every ASCII byte, and non-ASCII characters
+        // around and between them, against `printable` on each character.
+        let mut cases: Vec<String> = (0u8..0x80).map(|b| format!("ab{}é→", b as char)).collect();
+        cases.extend(
+            [
+                "",
+                "→",
+                "é\u{85}",
+                "\u{a0}x",
+                "中\u{202e}",
+                "x\u{e0001}",
+                "\u{7f}",
+                "a\\b",
+                "µs",
+            ]
+            .map(str::to_owned),
+        );
+        for s in &cases {
+            let want = s.chars().all(printable);
+            assert_eq!(is_printable_str(s), want, "{s:?}");
+            assert_eq!(is_plain(s), want && !s.contains('\\'), "{s:?}");
+        }
     }
 
     #[test]
