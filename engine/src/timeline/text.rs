@@ -28,28 +28,34 @@ fn is_plain(s: &str) -> bool {
 }
 
 /// Every character of `s` printable and none the ASCII `but`. Lines and wire strings are mostly
-/// ASCII: those bytes are answered one by one without decoding, other characters decoded where
-/// they are.
+/// ASCII: every byte is tested at once for a control character or `but` (a loop without an
+/// early exit, which the compiler vectorizes), and only the non-ASCII characters are decoded,
+/// where they start.
 #[inline]
 fn all_printable(s: &str, but: u8) -> bool {
     let b = s.as_bytes();
+    let (mut bad, mut wide) = (false, false);
+    for &c in b {
+        // A UTF-8 byte of a wider character is >= 0x80: never a control, 0x7f or `but`.
+        bad |= c < 0x20 || c == 0x7f || c == but;
+        wide |= c >= 0x80;
+    }
+    if bad {
+        return false;
+    }
     let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        if c < 0x80 {
-            if !(0x20..=0x7e).contains(&c) || c == but {
-                return false;
-            }
-            i += 1;
-        } else {
-            let Some(ch) = s[i..].chars().next() else {
-                return false; // not reached: `i` is always at a character's first byte
-            };
-            if !printable(ch) {
-                return false;
-            }
-            i += ch.len_utf8();
+    while wide {
+        let Some(off) = b[i..].iter().position(|&c| c >= 0x80) else {
+            break;
+        };
+        // `i + off` starts a character: every byte before it from `i` is ASCII.
+        let Some(ch) = s[i + off..].chars().next() else {
+            break;
+        };
+        if !printable(ch) {
+            return false;
         }
+        i += off + ch.len_utf8();
     }
     true
 }
