@@ -43,11 +43,11 @@ fn all_printable(s: &str, but: u8) -> bool {
     if bad {
         return false;
     }
+    if !wide {
+        return true;
+    }
     let mut i = 0;
-    while wide {
-        let Some(off) = b[i..].iter().position(|&c| c >= 0x80) else {
-            break;
-        };
+    while let Some(off) = b[i..].iter().position(|&c| c >= 0x80) {
         // `i + off` starts a character: every byte before it from `i` is ASCII.
         let Some(ch) = s[i + off..].chars().next() else {
             break;
