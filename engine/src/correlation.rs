@@ -10,7 +10,6 @@
 //! ([`PendingBudget`]): a request waiting for its answer keeps its whole frame, so without the
 //! second bound many connections that are never answered would hold frames by the million.
 
-use smallvec::SmallVec;
 use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
@@ -85,9 +84,57 @@ impl PendingBudget {
     }
 }
 
-/// The requests pending under one key, oldest first. Nearly always one (Kafka's correlation ids
-/// and Pravega's request ids are unique per request), held inline: no allocation per request.
-type Queue = SmallVec<[FrameRef; 1]>;
+/// The requests pending under one key, oldest first: `first`, then `rest`. Nearly always one
+/// (Kafka's correlation ids and Pravega's request ids are unique per request), held without an
+/// allocation; more under one key (TANK's consumes share theirs, up to `max_pending` of them)
+/// queue in `rest`, where taking the oldest stays O(1).
+#[derive(Default)]
+struct Queue {
+    /// None only when the queue is empty.
+    first: Option<FrameRef>,
+    rest: VecDeque<FrameRef>,
+}
+
+impl Queue {
+    fn push(&mut self, f: FrameRef) {
+        if self.first.is_none() {
+            self.first = Some(f);
+        } else {
+            self.rest.push_back(f);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &FrameRef> {
+        self.first.iter().chain(self.rest.iter())
+    }
+
+    /// Takes the request at `at` (0: the oldest).
+    fn remove(&mut self, at: usize) -> Option<FrameRef> {
+        if at == 0 {
+            let f = self.first.take();
+            self.first = self.rest.pop_front();
+            f
+        } else {
+            self.rest.remove(at - 1)
+        }
+    }
+}
+
+impl IntoIterator for Queue {
+    type Item = FrameRef;
+    type IntoIter = std::iter::Chain<
+        std::option::IntoIter<FrameRef>,
+        std::collections::vec_deque::IntoIter<FrameRef>,
+    >;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.first.into_iter().chain(self.rest)
+    }
+}
 
 pub struct Correlator {
     pub stream: u64,
@@ -165,7 +212,7 @@ impl Correlator {
         }
         let q = self.pending.entry(key.clone()).or_insert_with(|| {
             self.order.push_back(key);
-            Queue::new()
+            Queue::default()
         });
         q.push(frame.clone());
         self.count += 1;
@@ -340,8 +387,7 @@ impl Correlator {
     fn evict_oldest(&mut self) -> Option<FrameRef> {
         let key = self.order.front().cloned()?;
         let q = self.pending.get_mut(&key).expect("ordered key is pending");
-        assert!(!q.is_empty(), "pending queues are never empty");
-        let req = q.remove(0);
+        let req = q.remove(0).expect("pending queues are never empty");
         if q.is_empty() {
             self.forget(&key);
         }
@@ -403,6 +449,31 @@ mod tests {
         f.packet = packet;
         f.ts_us = ts;
         f.shared()
+    }
+
+    #[test]
+    fn a_keys_queue_keeps_request_order() {
+        // Three requests under one key (as TANK's consumes): answers and evictions take them
+        // oldest first, a fitting one from the middle, and close reports the rest in order.
+        let mut c = Correlator::new(1, "test", 2);
+        let fr: Vec<FrameRef> = (1..=4).map(|p| frame(p, 10 * p as i64)).collect();
+        fr[1].borrow_mut().type_code = 2;
+        for f in &fr[..3] {
+            c.request(f, Key::Int(9), true);
+        }
+        // max_pending 2: the third request evicted the first.
+        assert_eq!((c.pending(), c.evicted), (2, 1));
+        let fits = |f: &Frame| f.type_code != 2;
+        let got = c.response(&frame(8, 80), &Key::Int(9), Some(&fits)).unwrap();
+        assert!(Rc::ptr_eq(&got, &fr[2]), "the fitting one, from behind the oldest");
+        c.request(&fr[3], Key::Int(9), true);
+        let got = c.response(&frame(9, 90), &Key::Int(9), None).unwrap();
+        assert!(Rc::ptr_eq(&got, &fr[1]), "then the oldest");
+        let rows = c.close();
+        let packets: Vec<Option<u64>> = rows.iter().map(|r| r.request_packet).collect();
+        // Evicted 1, answered 3 and 2, then 4 unanswered at close.
+        assert_eq!(packets, vec![Some(1), Some(3), Some(2), Some(4)]);
+        assert_eq!(c.pending(), 0);
     }
 
     #[test]
