@@ -464,8 +464,13 @@ mod tests {
         // max_pending 2: the third request evicted the first.
         assert_eq!((c.pending(), c.evicted), (2, 1));
         let fits = |f: &Frame| f.type_code != 2;
-        let got = c.response(&frame(8, 80), &Key::Int(9), Some(&fits)).unwrap();
-        assert!(Rc::ptr_eq(&got, &fr[2]), "the fitting one, from behind the oldest");
+        let got = c
+            .response(&frame(8, 80), &Key::Int(9), Some(&fits))
+            .unwrap();
+        assert!(
+            Rc::ptr_eq(&got, &fr[2]),
+            "the fitting one, from behind the oldest"
+        );
         c.request(&fr[3], Key::Int(9), true);
         let got = c.response(&frame(9, 90), &Key::Int(9), None).unwrap();
         assert!(Rc::ptr_eq(&got, &fr[1]), "then the oldest");
