@@ -1322,8 +1322,8 @@ pub fn locate_record_sets<'a>(fields: &[super::body::Field<'a>]) -> Vec<Located<
     out
 }
 
-/// The structs enclosing the node being walked. Inline up to a depth no Kafka body reaches
-/// (record sets sit three structs down): walking every body allocated nothing else.
+/// The structs enclosing the node being walked, inline up to eight (record sets sit three
+/// structs down; a deeper tree spills to the heap): the walk of a body allocates nothing else.
 type Stack<'x, 'a> = smallvec::SmallVec<[&'x [super::body::Field<'a>]; 8]>;
 
 fn walk_struct<'x, 'a>(
