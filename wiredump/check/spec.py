@@ -67,6 +67,9 @@ every optional field kept, is 284 KB as YAML and 349 KB as JSON (36,283 values);
 capture with the default fields is at most 8 KB (about 1,000 values)."""
 MAX_DEPTH = 64
 """Deepest nesting of lists and mappings (a real baseline nests 5 levels)."""
+_TOO_DEEP = f"nesting deeper than {MAX_DEPTH} levels"
+"""What a file nested past MAX_DEPTH is told, whichever step refused it (the loader's count,
+libyaml's own limit, a recursion)."""
 MAX_VALUES = 100_000
 """Most values (scalars, lists, mappings) a file may hold, aliases counted expanded: almost three
 times the all-captures, all-fields baseline above. The value count, not the byte size, bounds the
@@ -169,7 +172,7 @@ def _build(text: str, source: str) -> Loc | None:
             if is_key:
                 raise SpecError(source, line, "a key must be a plain name, not a list or mapping")
             if len(stack) >= MAX_DEPTH:
-                raise fail(ev, f"nesting deeper than {MAX_DEPTH} levels")
+                raise fail(ev, _TOO_DEEP)
             total += 1
             if total > MAX_VALUES:
                 raise fail(ev, f"more than {MAX_VALUES} values in the file (see docs/check.md)")
@@ -260,7 +263,7 @@ def _yaml_error(e: yaml.YAMLError, source: str, text: str) -> SpecError:
         if _NESTING_REFUSED in reason:
             # libyaml's scanner refused it before `_build` saw the level past MAX_DEPTH (its
             # scanner reads ahead of the events): the same offence, said the same way.
-            reason = f"nesting deeper than {MAX_DEPTH} levels"
+            reason = _TOO_DEEP
         else:
             reason = f"not valid YAML: {reason}"
         return SpecError(
@@ -279,7 +282,7 @@ def load(text: str, source: str) -> Loc | None:
     except yaml.YAMLError as e:
         raise _yaml_error(e, source, text) from None
     except RecursionError:  # not expected (nothing here recurses per level); never a traceback
-        raise SpecError(source, None, f"nesting deeper than {MAX_DEPTH} levels") from None
+        raise SpecError(source, None, _TOO_DEEP) from None
 
 
 def read(path: str, max_bytes: int) -> tuple[Loc | None, str]:
