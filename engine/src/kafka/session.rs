@@ -948,7 +948,7 @@ impl KafkaSession {
             };
             names.sort();
             names.dedup();
-            text = format!("{text} error {}", summary_join(&names))
+            text = format!("{text} error {}", summary::join(&names))
                 .trim()
                 .to_owned();
         }
@@ -1443,15 +1443,6 @@ fn resp_body_start(data: &[u8], key: i16, v: i16) -> Option<usize> {
         return Some(8);
     }
     body::decode_tags(data, 8).ok().map(|(_, end)| end)
-}
-
-/// `", ".join` of at most four names, then `+N more`.
-fn summary_join(items: &[String]) -> String {
-    if items.len() > 4 {
-        format!("{} +{} more", items[..4].join(", "), items.len() - 4)
-    } else {
-        items.join(", ")
-    }
 }
 
 impl Session for KafkaSession {

@@ -44,7 +44,9 @@ fn get_int(d: Fields<'_, '_>, key: &str) -> Option<i64> {
 
 /// Python's `str(d.get(key))`.
 fn show(d: Fields<'_, '_>, key: &str) -> String {
-    get(d, key).map_or_else(|| "None".to_owned(), |n| py_str(&n.value))
+    let mut s = String::new();
+    push_show(&mut s, d, key);
+    s
 }
 
 /// Python's truthiness of `d.get(key)`.
@@ -175,19 +177,9 @@ fn strip_owned(s: String) -> String {
 }
 
 pub fn human_bytes(n: i64) -> String {
-    if n < 1024 {
-        let mut s = itoa::Buffer::new().format(n).to_owned();
-        s.push_str(" B");
-        return s;
-    }
-    let mut x = n as f64;
-    for unit in ["KB", "MB", "GB"] {
-        x /= 1024.0;
-        if x < 1024.0 {
-            return format!("{x:.1} {unit}");
-        }
-    }
-    format!("{x:.1} TB")
+    let mut s = String::new();
+    push_human_bytes(&mut s, n);
+    s
 }
 
 fn plural(count: usize, noun: &str) -> String {
@@ -206,30 +198,25 @@ fn push_plural(out: &mut String, count: usize, noun: &str) {
     }
 }
 
-fn join(items: &[String]) -> String {
-    if items.len() > MAX_ITEMS {
-        format!(
-            "{} +{} more",
-            items[..MAX_ITEMS].join(", "),
-            items.len() - MAX_ITEMS
-        )
-    } else {
-        items.join(", ")
+/// `", ".join` of at most [`MAX_ITEMS`] items, then ` +N more`.
+pub(crate) fn join(items: &[String]) -> String {
+    let mut out = String::new();
+    let mut joined = Joined {
+        out: &mut out,
+        n: 0,
+    };
+    for item in items {
+        if joined.next() {
+            joined.out.push_str(item);
+        }
     }
+    joined.finish();
+    out
 }
 
 /// `_list`: the dict items of a list field (none when it is not a list).
 fn list<'x, 'a>(d: Fields<'x, 'a>, key: &str) -> Vec<Fields<'x, 'a>> {
-    match get(d, key).map(|n| &n.value) {
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(|n| match &n.value {
-                Value::Struct(f) => Some(&f[..]),
-                _ => None,
-            })
-            .collect(),
-        _ => Vec::new(),
-    }
+    items(d, key).collect()
 }
 
 /// [`list`] without the vector: for the lines every Produce and Fetch frame makes.
@@ -285,9 +272,17 @@ fn push_human_bytes(out: &mut String, n: i64) {
     if n < 1024 {
         out.push_str(itoa::Buffer::new().format(n));
         out.push_str(" B");
-    } else {
-        out.push_str(&human_bytes(n));
+        return;
     }
+    let mut x = n as f64;
+    for unit in ["KB", "MB", "GB"] {
+        x /= 1024.0;
+        if x < 1024.0 {
+            let _ = write!(out, "{x:.1} {unit}");
+            return;
+        }
+    }
+    let _ = write!(out, "{x:.1} TB");
 }
 
 /// `join` made as it goes: the first [`MAX_ITEMS`] items are written, the rest counted.
