@@ -314,8 +314,13 @@ impl Timeline {
                     Verdict::None | Verdict::Pending => None,
                 };
                 let start = self.out.len();
-                line.write(&mut self.out, &time, reply, item.after.as_deref());
-                self.end_line(start);
+                let after = item.after.as_deref();
+                line.write(&mut self.out, &time, reply, after);
+                if line.printable(&time, reply, after) {
+                    self.out.push('\n');
+                } else {
+                    self.end_line(start);
+                }
                 self.time = time;
                 self.shown += 1;
                 if self.settings.count.is_some_and(|c| self.shown >= c) {
@@ -386,6 +391,9 @@ pub struct FrameLine {
     text: String,
     badges_at: usize,
     summary_at: usize,
+    /// The text before the summary is printable (the summary is escaped, so it is): the line
+    /// is checked again only where a piece it is printed with is not.
+    printable: bool,
 }
 
 impl FrameLine {
@@ -467,6 +475,14 @@ impl FrameLine {
             }
         }
         let summary_at = out.len();
+        // The addresses, the protocol and the kinds are not escaped here (the line's guard
+        // escapes them, as `Out.line` does); the type, the error and the summary are, and the
+        // rest is ASCII digits and this function's own text. A look at those pieces now spares
+        // looking at the whole line when it is printed (its arrows are not ASCII: the slow path).
+        let printable = is_printable_str(near.0)
+            && is_printable_str(far.0)
+            && is_printable_str(f.protocol)
+            && kinds.iter().all(|k| is_printable_str(k));
         if !f.summary.is_empty() {
             out.push_str("  ");
             escape_into(&mut out, &f.summary);
@@ -477,7 +493,17 @@ impl FrameLine {
             text: out,
             badges_at,
             summary_at,
+            printable,
         }
+    }
+
+    /// Whether the line [`FrameLine::write`] makes with these pieces is printable: escaped text
+    /// is, so only the pieces that are not need a look.
+    pub fn printable(&self, time: &str, reply: Option<&str>, after: Option<&str>) -> bool {
+        self.printable
+            && is_printable_str(time)
+            && reply.is_none_or(is_printable_str)
+            && after.is_none_or(is_printable_str)
     }
 
     /// The whole line (no newline): packet, `time`, the frame's text, its badges with the
@@ -510,7 +536,8 @@ impl FrameLine {
 
 /// `endpoint` (render.py): `10.0.0.1:9092`, an IPv6 address in brackets.
 fn push_endpoint(out: &mut String, host: &str, port: u16) {
-    if host.contains(':') {
+    // A byte loop: an address is a few bytes, too short for `contains`'s memchr to pay.
+    if host.bytes().any(|b| b == b':') {
         out.push('[');
         out.push_str(host);
         out.push(']');
@@ -638,6 +665,37 @@ mod tests {
             ]
         );
         assert!(tl.said.is_empty() && tl.truncated.is_empty());
+    }
+
+    #[test]
+    fn a_line_with_an_unescaped_piece_a_terminal_acts_on_is_escaped_whole() {
+        // An address name is written as it is (the line's guard escapes it): a name holding ESC
+        // makes the whole line escaped, the summary's escape too (its backslash doubled), as
+        // `Out.line` does; the same frame with a plain name keeps its line as made.
+        let named = |name: &str| {
+            let Record::Frame(f) = request(5, 2) else {
+                unreachable!()
+            };
+            f.borrow_mut().src = Rc::from(name);
+            Record::Frame(f)
+        };
+        let records = |name: &str| {
+            vec![
+                exchange(5, 2, ExchangeStatus::NoResponseExpected),
+                named(name),
+                end(),
+            ]
+        };
+        let (text, _) = run(256, records("evil\u{1b}[2Jhost"));
+        assert_eq!(
+            text,
+            "     5   0.004000   0 evil\\x1b[2Jhost:40000 → [::1]:9092 kafka   Produce v9 id=2  topic \\\\x1bx\n"
+        );
+        let (text, _) = run(256, records("broker-1"));
+        assert_eq!(
+            text,
+            "     5   0.004000   0 broker-1:40000 → [::1]:9092 kafka   Produce v9 id=2  topic \\x1bx\n"
+        );
     }
 
     #[test]

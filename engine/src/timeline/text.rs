@@ -34,6 +34,16 @@ fn is_plain(s: &str) -> bool {
 #[inline]
 fn all_printable(s: &str, but: u8) -> bool {
     let b = s.as_bytes();
+    // Short pieces (an address, a time, a type name) are printable ASCII nearly always: one
+    // byte loop says so without the vector loop's set-up; anything else takes the whole check.
+    if b.len() <= 24 && b.iter().all(|&c| c.wrapping_sub(0x20) < 0x5f && c != but) {
+        return true;
+    }
+    all_printable_checked(b, s, but)
+}
+
+/// [`all_printable`] past its short-piece shortcut.
+fn all_printable_checked(b: &[u8], s: &str, but: u8) -> bool {
     let (mut bad, mut wide) = (false, false);
     for &c in b {
         // A UTF-8 byte of a wider character is >= 0x80: never a control, 0x7f or `but`.
@@ -319,7 +329,16 @@ mod tests {
     fn byte_scan_answers_as_the_characters() {
         // `all_printable` reads ASCII by the byte: every ASCII byte, and non-ASCII characters
         // around and between them, against `printable` on each character.
+        // Each ASCII byte also in short ASCII pieces (the shortcut: up to 24 bytes) and in one
+        // just past it (the vector loop).
         let mut cases: Vec<String> = (0u8..0x80).map(|b| format!("ab{}é→", b as char)).collect();
+        for b in 0u8..0x80 {
+            let c = b as char;
+            cases.push(format!("{c}"));
+            cases.push(format!("10.0.0.1{c}"));
+            cases.push(format!("{}{c}", "x".repeat(23)));
+            cases.push(format!("{}{c}", "x".repeat(24)));
+        }
         cases.extend(
             [
                 "",
