@@ -194,6 +194,7 @@ impl Gen {
             ops.push(self.field(f, version, flexible, name));
         }
         let min: u32 = ops.iter().map(|o| o.min_size).sum::<u32>() + u32::from(flexible);
+        let count = ops.len();
         let fused = fuse(ops);
         let mut body = String::from("Plan { ops: &[");
         for e in &fused {
@@ -203,7 +204,10 @@ impl Gen {
         for (t, op) in &tags {
             let _ = write!(body, "({t}, {}), ", op.expr);
         }
-        let _ = write!(body, "], flexible: {flexible}, min_size: {min} }}");
+        let _ = write!(
+            body,
+            "], fields: {count}, flexible: {flexible}, min_size: {min} }}"
+        );
         let n = self.plans.len();
         let name = self
             .plans
@@ -227,7 +231,13 @@ impl Gen {
         apis.sort_by_key(|(k, _)| *k);
         let mut table = String::from("pub static API_PLANS: &[ApiPlans] = &[\n");
         let mut info = String::from("pub static APIS: &[ApiInfo] = &[\n");
+        // For each api key from 0 to the largest, where its plans are in API_PLANS (start, end):
+        // a lookup by key is one index, not a search.
+        let mut ranges: Vec<(usize, usize)> = Vec::new();
+        let mut rows = 0usize;
         for (key, api) in &apis {
+            let key_at = usize::try_from(*key).expect("api keys are not negative");
+            ranges.resize(ranges.len().max(key_at + 1), (rows, rows));
             let flex = api["flexible"].as_i64();
             let name = api["name"].as_str().expect("name");
             let _ = writeln!(
@@ -263,10 +273,18 @@ impl Gen {
                     "    ApiPlans {{ key: {key}, version: {v}, request: {}, response: {} }},",
                     sides[0], sides[1]
                 );
+                rows += 1;
             }
+            ranges[key_at] = (ranges[key_at].0, rows);
         }
         table.push_str("];\n");
         info.push_str("];\n");
+        table.push_str("/// Where each api key's plans are in `API_PLANS`, indexed by the key.\n");
+        table.push_str("pub static API_RANGES: &[(u16, u16)] = &[\n");
+        for (start, end) in &ranges {
+            let _ = writeln!(table, "    ({start}, {end}),");
+        }
+        table.push_str("];\n");
         let mut data = String::from("pub static DATA_PLANS: &[DataPlan] = &[\n");
         let mut names: Vec<(&String, &Value)> =
             schema["data"].as_object().expect("data").iter().collect();

@@ -292,7 +292,8 @@ struct Walker<'a, 's, const KEEP: bool> {
     secrets: &'s [&'s str],
     errors: Vec<(String, i64)>,
     /// (field name, array index) per enclosing struct, for the error codes' paths.
-    path: Vec<(Option<&'static str>, Option<usize>)>,
+    /// Inline: bodies nest a few structs deep (a deeper one spills to the heap).
+    path: smallvec::SmallVec<[(Option<&'static str>, Option<usize>); 8]>,
     depth: usize,
     /// Array elements the tree may still keep: a body of a million 8-byte elements would
     /// otherwise be a million nodes (as `body.Elements`). Past it elements are read, not kept.
@@ -321,7 +322,7 @@ impl<'a, 's, const KEEP: bool> Walker<'a, 's, KEEP> {
             },
             secrets,
             errors: Vec::new(),
-            path: Vec::new(),
+            path: smallvec::SmallVec::new(),
             depth: 0,
             left: max_elements,
             dropped: 0,
@@ -471,7 +472,7 @@ impl<'a, const KEEP: bool> Walker<'a, '_, KEEP> {
         }
         self.depth += 1;
         if KEEP {
-            out.reserve(plan.ops.len());
+            out.reserve(plan.fields as usize);
         }
         for op in plan.ops {
             if let Kind::Run(run) = op.kind {
@@ -651,7 +652,13 @@ impl<'a, const KEEP: bool> Walker<'a, '_, KEEP> {
                 if !KEEP {
                     return Ok(Got::Placed); // not made text: a check reads no value
                 }
-                node(Value::Str(String::from_utf8_lossy(b)), self.cur.pos)
+                // Valid UTF-8 (nearly every string) is checked by the word-at-a-time validator;
+                // only an invalid one takes the lossy path and its replacement characters.
+                let text = match std::str::from_utf8(b) {
+                    Ok(s) => Cow::Borrowed(s),
+                    Err(_) => String::from_utf8_lossy(b),
+                };
+                node(Value::Str(text), self.cur.pos)
             }
             Kind::Array(elem) => {
                 let n = self.length(op.compact, true, op.name.unwrap_or("array"))?;

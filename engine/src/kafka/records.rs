@@ -164,7 +164,8 @@ pub enum Entry<'a> {
 /// Counters the stats sink reads (keys as the reference's `stats` dict; only those touched).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
-    pub counts: Vec<(&'static str, u64)>,
+    /// Inline: a record set counts a few kinds (batches, records, a codec).
+    pub counts: smallvec::SmallVec<[(&'static str, u64); 4]>,
 }
 
 impl Stats {
@@ -1315,12 +1316,16 @@ pub struct Located<'a> {
 }
 
 /// Every record set of a decoded body, in decoding order, with its topic and partition.
-pub fn locate_record_sets<'a>(fields: &[super::body::Field<'a>]) -> Vec<Located<'a>> {
-    let mut out = Vec::new();
+pub fn locate_record_sets<'a>(fields: &[super::body::Field<'a>]) -> LocatedSets<'a> {
+    let mut out = LocatedSets::new();
     let mut stack = Stack::new();
     walk_struct(fields, &mut stack, &mut out);
     out
 }
+
+/// A body's record sets: inline for one (a Produce request or Fetch response of one
+/// partition, the most common), on the heap for more.
+pub type LocatedSets<'a> = smallvec::SmallVec<[Located<'a>; 1]>;
 
 /// The structs enclosing the node being walked, inline up to eight (record sets sit three
 /// structs down; a deeper tree spills to the heap): the walk of a body allocates nothing else.
@@ -1329,7 +1334,7 @@ type Stack<'x, 'a> = smallvec::SmallVec<[&'x [super::body::Field<'a>]; 8]>;
 fn walk_struct<'x, 'a>(
     fields: &'x [super::body::Field<'a>],
     stack: &mut Stack<'x, 'a>,
-    out: &mut Vec<Located<'a>>,
+    out: &mut LocatedSets<'a>,
 ) {
     for (i, f) in fields.iter().enumerate() {
         stack.push(&fields[..i]);
@@ -1341,7 +1346,7 @@ fn walk_struct<'x, 'a>(
 fn walk_node<'x, 'a>(
     n: &'x super::body::Node<'a>,
     stack: &mut Stack<'x, 'a>,
-    out: &mut Vec<Located<'a>>,
+    out: &mut LocatedSets<'a>,
 ) {
     use super::body::Value;
     match &n.value {

@@ -73,6 +73,9 @@ pub struct Plan {
     pub ops: &'static [Op],
     /// Known tagged fields (flexible versions only).
     pub tags: &'static [(u32, Op)],
+    /// The untagged fields a struct of this plan holds (a run's members each): the room its
+    /// decode takes at once (`ops` counts a run once).
+    pub fields: u32,
     pub flexible: bool,
     pub min_size: u32,
 }
@@ -104,13 +107,26 @@ pub struct DataPlan {
 
 include!(concat!(env!("OUT_DIR"), "/kafka_tables.rs"));
 
+/// The plans of one (api key, version): the key's rows by index, then the version among them
+/// (looked up for every frame, and more than once).
+fn entry(api_key: i16, version: i16) -> Option<&'static ApiPlans> {
+    let &(start, end) = API_RANGES.get(usize::try_from(api_key).ok()?)?;
+    let rows = &API_PLANS[usize::from(start)..usize::from(end)];
+    // Versions are mostly contiguous from the first: try its place first.
+    let guess = usize::try_from(i32::from(version) - i32::from(rows.first()?.version)).ok()?;
+    match rows.get(guess) {
+        Some(p) if p.version == version => Some(p),
+        _ => rows
+            .binary_search_by_key(&version, |p| p.version)
+            .ok()
+            .map(|i| &rows[i]),
+    }
+}
+
 /// The body plan of a request (`response == false`) or response, or `None` for an unknown
 /// api key or version.
 pub fn plan(api_key: i16, version: i16, response: bool) -> Option<&'static Plan> {
-    let i = API_PLANS
-        .binary_search_by_key(&(api_key, version), |p| (p.key, p.version))
-        .ok()?;
-    let p = &API_PLANS[i];
+    let p = entry(api_key, version)?;
     if response {
         p.response
     } else {
@@ -135,9 +151,7 @@ pub fn api(api_key: i16) -> Option<&'static ApiInfo> {
 
 /// Is this (api key, version) a known one?
 pub fn known(api_key: i16, version: i16) -> bool {
-    API_PLANS
-        .binary_search_by_key(&(api_key, version), |p| (p.key, p.version))
-        .is_ok()
+    entry(api_key, version).is_some()
 }
 
 /// The error code's name (`UNKNOWN_ERROR_<code>` when the table does not know it).
@@ -213,5 +227,27 @@ mod tests {
         assert!(plan(3, 999, false).is_none());
         assert_eq!(error_name(3), "UNKNOWN_TOPIC_OR_PARTITION");
         assert_eq!(error_name(-999), "UNKNOWN_ERROR_-999");
+    }
+
+    /// The indexed lookup finds exactly the rows a search of the whole table finds, and nothing
+    /// for keys and versions around them (negative, past the last, gaps).
+    #[test]
+    fn indexed_lookup_is_the_table_search() {
+        let max_key = API_PLANS.iter().map(|p| p.key).max().unwrap();
+        for key in -2..=max_key + 2 {
+            for version in -2..=40 {
+                let searched = API_PLANS
+                    .iter()
+                    .find(|p| p.key == key && p.version == version);
+                let found = entry(key, version);
+                assert_eq!(
+                    found.map(|p| (p.key, p.version)),
+                    searched.map(|p| (p.key, p.version)),
+                    "key {key} version {version}"
+                );
+                assert_eq!(known(key, version), searched.is_some());
+            }
+        }
+        assert!(entry(i16::MIN, 0).is_none() && entry(i16::MAX, i16::MAX).is_none());
     }
 }
