@@ -20,6 +20,7 @@ pub mod text;
 
 use std::collections::HashSet;
 use std::fmt::Write;
+use std::rc::Rc;
 
 use annotate::{Annotator, Event, Item, Reorder, Verdict};
 use notes::CaptureNotes;
@@ -145,6 +146,8 @@ pub struct Timeline {
     ordered: Vec<Item>,
     /// A frame's time, made again for each line.
     time: String,
+    /// The heads of the lines of the connections seen last.
+    heads: Heads,
 }
 
 impl Timeline {
@@ -166,6 +169,7 @@ impl Timeline {
             released: Vec::new(),
             ordered: Vec::new(),
             time: String::new(),
+            heads: Heads::default(),
             decl,
             settings,
         }
@@ -215,7 +219,8 @@ impl Timeline {
             Record::Frame(f) => {
                 // The frame is read here and let go: the items keep its line's text.
                 let f = f.borrow();
-                self.annotate.frame(&f, FrameLine::new(&f), &mut released);
+                self.annotate
+                    .frame(&f, FrameLine::new(&f, &mut self.heads), &mut released);
                 for a in &f.anomalies {
                     let packet = a.packet;
                     self.annotate
@@ -396,29 +401,107 @@ pub struct FrameLine {
     printable: bool,
 }
 
-impl FrameLine {
-    pub fn new(f: &Frame) -> FrameLine {
-        let mut out = String::with_capacity(112 + f.summary.len());
-        out.push(' ');
-        push_int_right(&mut out, f.stream, 3);
-        out.push(' ');
+/// The start of a frame's line up to its type (` stream near → far protocol `), the same for
+/// every frame of a connection's direction: made once and copied.
+#[derive(Debug)]
+struct Head {
+    stream: u64,
+    role: Role,
+    src: Rc<str>,
+    src_port: u16,
+    dst: Rc<str>,
+    dst_port: u16,
+    protocol: &'static str,
+    text: String,
+    /// The addresses and the protocol (written unescaped) are printable.
+    printable: bool,
+}
+
+impl Head {
+    fn new(f: &Frame) -> Head {
+        let mut text = String::with_capacity(64);
+        text.push(' ');
+        push_int_right(&mut text, f.stream, 3);
+        text.push(' ');
         let (near, far) = match f.role {
             Role::Client => ((&f.src, f.src_port), (&f.dst, f.dst_port)),
             Role::Server => ((&f.dst, f.dst_port), (&f.src, f.src_port)),
         };
-        push_endpoint(&mut out, near.0, near.1);
-        out.push_str(if f.role == Role::Client {
+        push_endpoint(&mut text, near.0, near.1);
+        text.push_str(if f.role == Role::Client {
             " → "
         } else {
             " ← "
         });
-        push_endpoint(&mut out, far.0, far.1);
-        out.push(' ');
-        out.push_str(f.protocol);
+        push_endpoint(&mut text, far.0, far.1);
+        text.push(' ');
+        text.push_str(f.protocol);
         for _ in f.protocol.chars().count()..7 {
-            out.push(' '); // `{:<7}`
+            text.push(' '); // `{:<7}`
         }
-        out.push(' ');
+        text.push(' ');
+        Head {
+            stream: f.stream,
+            role: f.role,
+            src: f.src.clone(),
+            src_port: f.src_port,
+            dst: f.dst.clone(),
+            dst_port: f.dst_port,
+            protocol: f.protocol,
+            text,
+            printable: is_printable_str(&f.src)
+                && is_printable_str(&f.dst)
+                && is_printable_str(f.protocol),
+        }
+    }
+
+    /// Made from these very values. The addresses are the same text: the same allocation
+    /// (the frames of a connection share it, and the head holds it, so its memory cannot have
+    /// been given to another address), else equal text (a stream number may be another
+    /// connection's in the next capture).
+    fn is_of(&self, f: &Frame) -> bool {
+        let same = |a: &Rc<str>, b: &Rc<str>| Rc::ptr_eq(a, b) || **a == **b;
+        self.stream == f.stream
+            && self.role == f.role
+            && self.src_port == f.src_port
+            && self.dst_port == f.dst_port
+            && (std::ptr::eq(self.protocol, f.protocol) || self.protocol == f.protocol)
+            && same(&self.src, &f.src)
+            && same(&self.dst, &f.dst)
+    }
+}
+
+/// Heads of the directions seen last, one slot per (stream, role) modulo [`HEAD_SLOTS`]:
+/// bounded whatever the number of connections, and a connection's frames mostly follow each
+/// other in a slot of their own.
+#[derive(Debug, Default)]
+struct Heads {
+    slots: Vec<Option<Head>>,
+}
+
+const HEAD_SLOTS: usize = 64;
+
+impl Heads {
+    fn of(&mut self, f: &Frame) -> &Head {
+        if self.slots.is_empty() {
+            self.slots.resize_with(HEAD_SLOTS, || None);
+        }
+        let role = usize::from(f.role == Role::Server);
+        let i = ((f.stream as usize).wrapping_mul(2) + role) % HEAD_SLOTS;
+        let slot = &mut self.slots[i];
+        if !slot.as_ref().is_some_and(|h| h.is_of(f)) {
+            *slot = Some(Head::new(f));
+        }
+        slot.as_ref().expect("just made")
+    }
+}
+
+impl FrameLine {
+    fn new(f: &Frame, heads: &mut Heads) -> FrameLine {
+        let head = heads.of(f);
+        let mut out = String::with_capacity(head.text.len() + 64 + f.summary.len());
+        out.push_str(&head.text);
+        let head_printable = head.printable;
         escape_into(&mut out, &f.type_);
         if let Some(v) = f.version {
             out.push_str(" v");
@@ -475,14 +558,11 @@ impl FrameLine {
             }
         }
         let summary_at = out.len();
-        // The addresses, the protocol and the kinds are not escaped here (the line's guard
-        // escapes them, as `Out.line` does); the type, the error and the summary are, and the
-        // rest is ASCII digits and this function's own text. A look at those pieces now spares
-        // looking at the whole line when it is printed (its arrows are not ASCII: the slow path).
-        let printable = is_printable_str(near.0)
-            && is_printable_str(far.0)
-            && is_printable_str(f.protocol)
-            && kinds.iter().all(|k| is_printable_str(k));
+        // The addresses, the protocol (the head's) and the kinds are not escaped here (the
+        // line's guard escapes them, as `Out.line` does); the type, the error and the summary
+        // are, and the rest is ASCII digits and this function's own text. A look at those pieces
+        // now spares looking at the whole line when it is printed (its arrows are not ASCII).
+        let printable = head_printable && kinds.iter().all(|k| is_printable_str(k));
         if !f.summary.is_empty() {
             out.push_str("  ");
             escape_into(&mut out, &f.summary);
@@ -695,6 +775,49 @@ mod tests {
         assert_eq!(
             text,
             "     5   0.004000   0 broker-1:40000 → [::1]:9092 kafka   Produce v9 id=2  topic \\x1bx\n"
+        );
+    }
+
+    #[test]
+    fn a_line_head_is_made_again_for_another_connection_in_its_slot() {
+        // Stream 0 from 10.0.0.1, then stream 0 of another address (as in the next capture),
+        // then stream 64 (the same slot of the heads), then stream 0 again: each line shows its
+        // own frame's endpoints.
+        let with = |packet: u64, cid: i64, stream: u64, src: &str| {
+            let Record::Frame(f) = request(packet, cid) else {
+                unreachable!()
+            };
+            {
+                let mut b = f.borrow_mut();
+                b.stream = stream;
+                b.src = Rc::from(src);
+            }
+            Record::Frame(f)
+        };
+        let mut records = vec![];
+        for (p, stream, src) in [
+            (4, 0, "10.0.0.1"),
+            (5, 0, "10.0.0.9"),
+            (6, 64, "10.0.0.9"),
+            (7, 0, "10.0.0.1"),
+        ] {
+            records.push(exchange(p, p as i64, ExchangeStatus::NoResponseExpected));
+            records.push(with(p, p as i64, stream, src));
+        }
+        records.push(end());
+        let (text, _) = run(256, records);
+        let heads: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l[17..].split(" kafka").next())
+            .collect();
+        assert_eq!(
+            heads,
+            [
+                "   0 10.0.0.1:40000 → [::1]:9092",
+                "   0 10.0.0.9:40000 → [::1]:9092",
+                "  64 10.0.0.9:40000 → [::1]:9092",
+                "   0 10.0.0.1:40000 → [::1]:9092",
+            ]
         );
     }
 
