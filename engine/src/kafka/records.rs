@@ -1336,10 +1336,18 @@ fn walk_struct<'x, 'a>(
     stack: &mut Stack<'x, 'a>,
     out: &mut LocatedSets<'a>,
 ) {
+    use super::body::Value;
     for (i, f) in fields.iter().enumerate() {
-        stack.push(&fields[..i]);
-        walk_node(&f.node, stack, out);
-        stack.pop();
+        // Only a struct, an array or a record set can hold or be one: the rest (most fields)
+        // are passed over without entering them.
+        if matches!(
+            f.node.value,
+            Value::Struct(_) | Value::Array(_) | Value::Records { .. }
+        ) {
+            stack.push(&fields[..i]);
+            walk_node(&f.node, stack, out);
+            stack.pop();
+        }
     }
 }
 
@@ -1353,7 +1361,12 @@ fn walk_node<'x, 'a>(
         Value::Struct(fields) => walk_struct(fields, stack, out),
         Value::Array(items) => {
             for it in items {
-                walk_node(it, stack, out);
+                if matches!(
+                    it.value,
+                    Value::Struct(_) | Value::Array(_) | Value::Records { .. }
+                ) {
+                    walk_node(it, stack, out);
+                }
             }
         }
         Value::Records { .. } => out.push(locate(stack, n.start, n.end)),
@@ -1362,13 +1375,7 @@ fn walk_node<'x, 'a>(
 }
 
 fn locate<'a>(stack: &Stack<'_, 'a>, start: usize, end: usize) -> Located<'a> {
-    use super::body::Value;
-    let get = |d: &[super::body::Field<'a>], name: &str| {
-        d.iter()
-            .rev()
-            .find(|f| name == f.name)
-            .map(|f| f.node.value.clone())
-    };
+    use super::body::{Name, Value};
     let mut l = Located {
         start,
         end,
@@ -1378,22 +1385,39 @@ fn locate<'a>(stack: &Stack<'_, 'a>, start: usize, end: usize) -> Located<'a> {
     };
     let mut have_topic = false;
     for d in stack.iter().rev() {
-        if l.partition.is_none() {
-            for key in ["index", "partition_index", "partition"] {
-                if let Some(Value::Int(v)) = get(d, key) {
-                    l.partition = Some(v);
-                    break;
-                }
+        // One look at each field, from the last: the last field of each name is the one that
+        // counts (as a search from the end for each name would find it).
+        let mut found: [Option<&Value<'a>>; 6] = [None; 6];
+        for f in d.iter().rev() {
+            let Name::Field(name) = &f.name else { continue };
+            let k = match *name {
+                "index" => 0,
+                "partition_index" => 1,
+                "partition" => 2,
+                "name" => 3,
+                "topic" => 4,
+                "topic_id" => 5,
+                _ => continue,
+            };
+            if found[k].is_none() {
+                found[k] = Some(&f.node.value);
             }
         }
+        if l.partition.is_none() {
+            // The first of the partition names (in this order) holding an integer.
+            l.partition = found[..3].iter().find_map(|v| match v {
+                Some(Value::Int(i)) => Some(*i),
+                _ => None,
+            });
+        }
         if !have_topic {
-            match (get(d, "name"), get(d, "topic"), get(d, "topic_id")) {
+            match (found[3], found[4], found[5]) {
                 (Some(Value::Str(s)), _, _) | (_, Some(Value::Str(s)), _) => {
-                    l.topic = Some(s);
+                    l.topic = Some(s.clone());
                     have_topic = true;
                 }
                 (_, _, Some(Value::Uuid(u))) => {
-                    l.topic_id = Some(u);
+                    l.topic_id = Some(*u);
                     have_topic = true;
                 }
                 _ => {}
@@ -1404,4 +1428,115 @@ fn locate<'a>(stack: &Stack<'_, 'a>, start: usize, end: usize) -> Located<'a> {
         }
     }
     l
+}
+
+#[cfg(test)]
+mod locate_tests {
+    use super::super::body::{Field, Name, Node, Value};
+    use super::*;
+
+    fn field<'a>(name: &'static str, value: Value<'a>) -> Field<'a> {
+        Field {
+            name: Name::Field(name),
+            node: Node {
+                value,
+                start: 0,
+                end: 0,
+            },
+        }
+    }
+
+    fn records(at: usize) -> Field<'static> {
+        Field {
+            name: Name::Field("records"),
+            node: Node {
+                value: Value::Records { size: 4 },
+                start: at,
+                end: at + 4,
+            },
+        }
+    }
+
+    fn elem(fields: Vec<Field<'static>>) -> Node<'static> {
+        Node {
+            value: Value::Struct(fields),
+            start: 0,
+            end: 0,
+        }
+    }
+
+    #[test]
+    fn each_set_takes_the_nearest_names_read_before_it() {
+        let id = [7u8; 16];
+        // topic_data: [ {name "orders", partition_data: [ {index 1, index 2, records@10},
+        //   {partition_index "x" (not an integer), partition 5, records@20} ]},
+        //   {topic_id, partitions: [ {partition_index 3, records@30} ]} ]
+        // and a set with nothing around it but a tag and a name that is not text.
+        let tree = vec![
+            field(
+                "topic_data",
+                Value::Array(vec![
+                    elem(vec![
+                        field("name", Value::Str("orders".into())),
+                        field(
+                            "partition_data",
+                            Value::Array(vec![
+                                elem(vec![
+                                    field("index", Value::Int(1)),
+                                    field("index", Value::Int(2)),
+                                    records(10),
+                                ]),
+                                elem(vec![
+                                    field("partition_index", Value::Str("x".into())),
+                                    field("partition", Value::Int(5)),
+                                    records(20),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    elem(vec![
+                        field("topic_id", Value::Uuid(id)),
+                        field("name", Value::Int(9)),
+                        field(
+                            "partitions",
+                            Value::Array(vec![elem(vec![
+                                field("partition_index", Value::Int(3)),
+                                records(30),
+                                field("index", Value::Int(99)), // after the set: not its
+                            ])]),
+                        ),
+                    ]),
+                ]),
+            ),
+            Field {
+                name: Name::Tag(0),
+                node: Node {
+                    value: Value::Int(4),
+                    start: 0,
+                    end: 0,
+                },
+            },
+            records(40),
+        ];
+        let got: Vec<_> = locate_record_sets(&tree)
+            .into_iter()
+            .map(|l| {
+                (
+                    l.start,
+                    l.topic.map(|t| t.into_owned()),
+                    l.topic_id,
+                    l.partition,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (10, Some("orders".to_string()), None, Some(2)),
+                (20, Some("orders".to_string()), None, Some(5)),
+                (30, None, Some(id), Some(3)),
+                (40, None, None, None),
+            ]
+        );
+    }
 }
