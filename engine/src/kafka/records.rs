@@ -181,7 +181,8 @@ impl Stats {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RecordSet<'a> {
     pub size: usize,
-    pub entries: Vec<Entry<'a>>,
+    /// Inline for one (most record sets hold one batch).
+    pub entries: smallvec::SmallVec<[Entry<'a>; 1]>,
     pub record_count: i64,
     pub partial_trailing_bytes: Option<usize>,
     pub undecoded_bytes: Option<usize>,

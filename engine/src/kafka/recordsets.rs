@@ -17,9 +17,10 @@ use super::topics::{get, TopicNames};
 use crate::codecs::Limits;
 use crate::model::{Direction, Fields, Frame, Message, Status, Value};
 
-/// Frame-wide record counters (the reference's `stats` dict, keys in first-touch order).
+/// Frame-wide record counters (the reference's `stats` dict, keys in first-touch order);
+/// inline for the few kinds a frame counts.
 #[derive(Clone, Debug, Default)]
-pub struct FrameStats(pub Vec<(&'static str, u64)>);
+pub struct FrameStats(pub smallvec::SmallVec<[(&'static str, u64); 4]>);
 
 impl FrameStats {
     fn add(&mut self, key: &'static str, n: u64) {
@@ -62,7 +63,8 @@ impl FrameStats {
 /// carry one record set or none, and a map cost an allocation for each.
 #[derive(Default)]
 pub struct Decoded {
-    sets: Vec<(usize, Option<Value>, i64)>,
+    /// Inline for one (the common case), so that a body with one record set allocates none.
+    sets: smallvec::SmallVec<[(usize, Option<Value>, i64); 1]>,
 }
 
 impl Decoded {

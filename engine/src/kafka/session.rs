@@ -11,9 +11,7 @@
 //! protocol carried as bytes).
 
 use std::borrow::Cow;
-use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
-use std::rc::Rc;
 
 use super::body::{self, DecodeError, Field as BField, Value as BValue};
 use super::fields::{self, computed};
@@ -23,7 +21,7 @@ use super::framing::{
 };
 use super::recordsets::{self, FrameStats, Hook};
 use super::schema::{self, Plan};
-use super::topics::{can_teach, get, TopicNames, RUN_KEY};
+use super::topics::{can_teach, get, TopicNames, Topics, RUN_KEY};
 use super::{embedded, header, partitions, summary};
 use crate::codecs::ELEMENT_LIMIT;
 use crate::correlation::Key;
@@ -32,7 +30,7 @@ use smallvec::smallvec;
 use crate::model::{
     Anomaly, Direction, Fields, Frame, FrameRef, Frames, Kind, Role, Span, Status, Value,
 };
-use crate::protocol::{ConnCtx, FrameLen, RunState, Session};
+use crate::protocol::{ConnCtx, FrameLen, Session};
 
 pub const PROTOCOL: &str = "kafka";
 const SECRET_FIELDS: [&str; 4] = ["auth_bytes", "salted_password", "hmac", "salt"];
@@ -129,8 +127,9 @@ pub struct KafkaSession {
     synced: [bool; 2],
     raw_auth: Option<Vec<u8>>,
     acks0: Acks0,
-    /// The run's state (topic names learnt on any connection of the capture).
-    run_state: Rc<RefCell<RunState>>,
+    /// The run state's topic map (`RUN_KEY`: topic names learnt on any connection of the
+    /// capture), held: looked up once, not for every frame.
+    topics: Topics,
 }
 
 /// The first pending correlation id (responses come in request order).
@@ -152,7 +151,7 @@ impl KafkaSession {
     pub fn new(ctx: &ConnCtx) -> KafkaSession {
         // The run's topic map exists from the first session on, so that every lookup reaches
         // it (and is counted: `TopicNames::looked_up`) rather than an empty stand-in.
-        ctx.run_state.borrow_mut().entry::<TopicNames>(RUN_KEY);
+        let topics = ctx.run_state.borrow_mut().entry::<Topics>(RUN_KEY).clone();
         KafkaSession {
             tls: false,
             tls_reported: false,
@@ -169,7 +168,7 @@ impl KafkaSession {
             synced: [false, false],
             raw_auth: None,
             acks0: Acks0::default(),
-            run_state: ctx.run_state.clone(),
+            topics,
         }
     }
 
@@ -179,8 +178,7 @@ impl KafkaSession {
     }
 
     fn with_topics<T>(&self, f: impl FnOnce(&mut TopicNames) -> T) -> T {
-        let mut rs = self.run_state.borrow_mut();
-        f(rs.entry::<TopicNames>(RUN_KEY))
+        f(&mut self.topics.borrow_mut())
     }
 
     /// Sets the frame's `body` field to the walked tree and its partitions from it. Not called
@@ -203,10 +201,8 @@ impl KafkaSession {
     /// state as it stands now (the reference's `partitions.of_body(..., self.topics) or None`,
     /// called at the same point: after a response taught its topic names).
     fn partitions(&self, f: &mut Frame, api_key: impl Into<i64>, response: bool) {
-        let rs = self.run_state.borrow();
-        let empty = TopicNames::default();
-        let names = names_of(&rs).unwrap_or(&empty);
-        f.partitions = partitions::of_body(api_key.into(), response, f.fields.get("body"), names);
+        let names = self.topics.borrow();
+        f.partitions = partitions::of_body(api_key.into(), response, f.fields.get("body"), &names);
     }
 
     // -- framing ----------------------------------------------------------------------------
@@ -798,9 +794,8 @@ impl KafkaSession {
         let sets = if self.observe || d.record_nodes == 0 {
             recordsets::Decoded::default()
         } else {
-            let names = self.run_state.borrow();
-            let empty = TopicNames::default();
-            let names = names_of(&names).unwrap_or(&empty);
+            let names = self.topics.borrow();
+            let names = &*names;
             let hook = Hook {
                 direction,
                 partial_ok: response,
@@ -922,9 +917,9 @@ impl KafkaSession {
         let version = f.version.unwrap_or(0) as i16;
         let mut text = String::new();
         if let Some(tree) = tree {
-            let rs = self.run_state.borrow();
+            let names = self.topics.borrow();
             let count = |s: usize, _e: usize| sets.record_count(s);
-            let name_of = |id: &str| names_of(&rs).and_then(|n| n.name_of(id).map(str::to_owned));
+            let name_of = |id: &str| names.name_of(id).map(str::to_owned);
             let cx = summary::Context {
                 version,
                 record_count: &count,
@@ -1184,10 +1179,8 @@ impl KafkaSession {
             if api_key == 0 {
                 let mut r = req.borrow_mut();
                 if !r.messages.is_empty() && !r.released {
-                    let rs = self.run_state.borrow();
-                    let empty = TopicNames::default();
-                    let names = names_of(&rs).unwrap_or(&empty);
-                    recordsets::assign_offsets(&mut r.messages, &b.tree, names);
+                    let names = self.topics.borrow();
+                    recordsets::assign_offsets(&mut r.messages, &b.tree, &names);
                 }
             }
             if api_key == 11 || api_key == 14 {
@@ -1377,10 +1370,6 @@ fn api_name(key: i16) -> &'static str {
 /// Python's `str()` of an optional version.
 fn py_version(v: Option<i32>) -> String {
     v.map_or_else(|| "None".to_owned(), |v| v.to_string())
-}
-
-fn names_of(rs: &RunState) -> Option<&TopicNames> {
-    rs.get::<TopicNames>(RUN_KEY)
 }
 
 /// Python's truthiness of `body.get(key)` for the values an error code can hold.

@@ -6,6 +6,7 @@ use super::tests::{frame, stamp};
 use super::*;
 use crate::protocol::SessionOptions;
 use crate::replay::Replay;
+use std::rc::Rc;
 
 fn replay(observe: bool) -> Replay {
     let mut ctx = ConnCtx::standalone("kafka", 1);
@@ -144,7 +145,7 @@ fn an_observer_learns_topic_names_from_metadata() {
     );
     assert!(out.is_empty());
     let rs = r.ctx.run_state.borrow();
-    let names = rs.get::<TopicNames>(RUN_KEY).expect("learnt");
+    let names = rs.get::<Topics>(RUN_KEY).expect("learnt").borrow();
     assert_eq!(
         names.name_of("00000000-0000-0000-0000-000000000007"),
         Some("orders")

@@ -9,7 +9,7 @@
 
 use super::framing::{plausible_request, MAX_FRAME};
 use super::session::{KafkaSession, PROTOCOL};
-use super::topics::{TopicNames, RUN_KEY};
+use super::topics::{Topics, RUN_KEY};
 use crate::model::Role;
 use crate::protocol::{ConnCtx, Protocol, RunState, Session, Trial, MIN_CONFIDENCE};
 
@@ -42,8 +42,8 @@ impl Protocol for Kafka {
     /// go to a stand-in the run state does not see).
     fn run_state_consulted(&self, state: &RunState) -> bool {
         state
-            .get::<TopicNames>(RUN_KEY)
-            .is_some_and(TopicNames::looked_up)
+            .get::<Topics>(RUN_KEY)
+            .is_some_and(|t| t.borrow().looked_up())
     }
 
     /// A client's first bytes form a plausible request header (known key, valid version, text

@@ -17,6 +17,10 @@ pub const MAX_IDS: usize = 100_000;
 /// The key of the map in the run state.
 pub const RUN_KEY: &str = "kafka.topic_names";
 
+/// The run's map as the run state holds it: shared, so that each session keeps a handle to it
+/// instead of looking it up by name for every frame.
+pub type Topics = std::rc::Rc<std::cell::RefCell<TopicNames>>;
+
 /// A bounded topic id -> name map, in first-learnt order (as the reference's OrderedDict:
 /// learning a known id again changes its name, not its age).
 #[derive(Default)]
