@@ -396,8 +396,9 @@ pub struct FrameLine {
     text: String,
     badges_at: usize,
     summary_at: usize,
-    /// The text before the summary is printable (the summary is escaped, so it is): the line
-    /// is checked again only where a piece it is printed with is not.
+    /// The pieces of `text` written unescaped (addresses, protocol, kinds) are printable; the
+    /// rest is escaped or this module's own text, so the printed line needs no second look
+    /// unless a piece it is printed with (time, verdict) is not printable.
     printable: bool,
 }
 
