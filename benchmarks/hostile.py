@@ -48,6 +48,8 @@ import zstandard
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+# The crafted-frame builders of tests/ import their helpers (`conversation`) as pytest does.
+sys.path.insert(1, str(ROOT / "tests"))
 
 DATA = ROOT / "benchmarks" / "data" / "hostile"
 MAX_RSS_MB = 300
