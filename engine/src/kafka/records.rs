@@ -1332,19 +1332,23 @@ pub type LocatedSets<'a> = smallvec::SmallVec<[Located<'a>; 1]>;
 /// structs down; a deeper tree spills to the heap): the walk of a body allocates nothing else.
 type Stack<'x, 'a> = smallvec::SmallVec<[&'x [super::body::Field<'a>]; 8]>;
 
+/// Only a struct, an array or a record set can hold or be one: the rest (most fields and
+/// elements) are passed over without entering them.
+fn may_hold_records(n: &super::body::Node<'_>) -> bool {
+    use super::body::Value;
+    matches!(
+        n.value,
+        Value::Struct(_) | Value::Array(_) | Value::Records { .. }
+    )
+}
+
 fn walk_struct<'x, 'a>(
     fields: &'x [super::body::Field<'a>],
     stack: &mut Stack<'x, 'a>,
     out: &mut LocatedSets<'a>,
 ) {
-    use super::body::Value;
     for (i, f) in fields.iter().enumerate() {
-        // Only a struct, an array or a record set can hold or be one: the rest (most fields)
-        // are passed over without entering them.
-        if matches!(
-            f.node.value,
-            Value::Struct(_) | Value::Array(_) | Value::Records { .. }
-        ) {
+        if may_hold_records(&f.node) {
             stack.push(&fields[..i]);
             walk_node(&f.node, stack, out);
             stack.pop();
@@ -1361,13 +1365,8 @@ fn walk_node<'x, 'a>(
     match &n.value {
         Value::Struct(fields) => walk_struct(fields, stack, out),
         Value::Array(items) => {
-            for it in items {
-                if matches!(
-                    it.value,
-                    Value::Struct(_) | Value::Array(_) | Value::Records { .. }
-                ) {
-                    walk_node(it, stack, out);
-                }
+            for it in items.iter().filter(|it| may_hold_records(it)) {
+                walk_node(it, stack, out);
             }
         }
         Value::Records { .. } => out.push(locate(stack, n.start, n.end)),
