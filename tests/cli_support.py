@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from wiredump.cli.app import main
+from wiredump.cli.entry import main
 
 
 @dataclass

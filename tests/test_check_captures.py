@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from wiredump.cli.app import main
+from wiredump.cli.entry import main
 
 DATA = Path(__file__).parent / "data" / "check"
 

@@ -11,7 +11,7 @@ from wiredump.check import names
 from wiredump.check import rules as rules_file
 from wiredump.check.percentile import nearest_rank
 from wiredump.check.spec import Loc, SpecError, load
-from wiredump.cli.app import main
+from wiredump.cli.entry import main
 
 DATA = Path(__file__).parent / "data" / "check"
 

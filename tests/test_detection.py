@@ -175,7 +175,7 @@ def test_kafka_mid_stream_with_the_client_port_below_the_server(
 
 def test_kafka_mid_stream_same_result_whatever_workers_and_whatever_came_before(tmp_path: Path) -> None:
     """Detection state belongs to one capture: other captures first, or two workers, change nothing."""
-    from wiredump.cli.app import main
+    from wiredump.cli.entry import main
 
     cap = capture("kafka", "kafka-python-basic")
     kept = cap.recs[int(len(cap.recs) * 0.3) :]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from wiredump.cli.app import main
+from wiredump.cli.entry import main
 from wiredump.dissect.tables import SCHEMAS, TABLES
 
 

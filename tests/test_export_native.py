@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import CAPTURES, SAMPLES
-from wiredump.cli.app import main
+from wiredump.cli.entry import main
 from wiredump.dissect.pipeline import Options, dissect
 from wiredump.dissect.tables import TABLES, TableSet
 

@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import CAPTURES
-from wiredump.cli.app import main
+from wiredump.cli.entry import main
 from wiredump.dissect.tables import TABLES
 
 REAL = [

@@ -21,7 +21,7 @@ from conftest import CAPTURES, ROOT
 from crafted import Conn, Rec, write_pcap
 from test_cli_trust import HOSTILE, metadata_v1, one_request, port80
 
-from wiredump.cli.timeline import RENDERER_ENV
+from wiredump.cli.plain import RENDERER_ENV
 
 PATTERNS = ("*.pcap", "*.pcapng", "*.pcap.gz", "*.cap")
 CAPTURE_FILES = sorted(
@@ -229,7 +229,7 @@ def test_switch_chooses_the_renderer(capsys, monkeypatch, tmp_path) -> None:
     assert len(made) == before
     # What Python declares reaches the renderer from Python.
     from wiredump.cli import notes
-    from wiredump.cli.timeline import SHOWN_ANOMALIES
+    from wiredump.cli.plain import SHOWN_ANOMALIES
 
     kw = made[0]
     assert isinstance(kw, dict)

@@ -1,3 +1,3 @@
-from wiredump.cli.app import main
+from wiredump.cli.entry import main
 
 main()

@@ -1,4 +1,4 @@
-"""The `wiredump` command.
+"""The `wiredump` command line, parsed by typer (`entry.main` is the entry point).
 
 `wiredump CAPTURE…` (no subcommand) is the timeline, as `tshark -r` is; every other
 verb is a subcommand. Errors a user can cause (bad path, not a capture, bad option)
@@ -7,14 +7,12 @@ end as one line on stderr and exit code 2, never a traceback.
 
 from __future__ import annotations
 
-import os
-import signal
 import sys
 from typing import Annotated
 
 import typer
 
-from wiredump.dissect.capture import CaptureError
+from wiredump.cli.entry import EXIT_INPUT, UsageError
 from wiredump.dissect.pipeline import Options
 
 app = typer.Typer(
@@ -26,17 +24,12 @@ app = typer.Typer(
     "wiredump CAPTURE… prints the timeline; see the subcommands for the rest.",
 )
 
-EXIT_INPUT = 2
 
 Captures = Annotated[list[str], typer.Argument(help="pcap or pcapng files (gzip ok), or - for stdin.")]
 DecodeAs = Annotated[
     list[str] | None,
     typer.Option("-d", "--decode-as", help="Decode a port as a protocol, e.g. -d 19092=kafka (repeatable)."),
 ]
-
-
-class UsageError(Exception):
-    """A mistake in the command line; one line on stderr, exit 2."""
 
 
 def fail(message: str, code: int = EXIT_INPUT) -> typer.Exit:
@@ -80,9 +73,6 @@ def _load_commands() -> None:
                 raise
 
 
-SUBCOMMANDS = {"timeline", "export", "show", "stats", "check", "baseline", "spark", "follow", "fields"}
-
-
 ARROW_FREE = {"spark", "timeline", "fields"}
 """Commands that need not load pyarrow here: Spark (which wants pandas) and the two that never
 touch Arrow but for the timeline's `--workers` merge. Loading pyarrow costs ~0.4 s of CPU and
@@ -119,41 +109,11 @@ def arrow_without_pandas() -> None:
         sys.meta_path.remove(hook)
 
 
-BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "1")
-"""numpy comes in only as pyarrow's dependency and wiredump never calls BLAS, but OpenBLAS
-starts one thread per core when numpy is imported, and they spin: measured ~0.1 CPU s per process
-(perf: `blas_thread_server`), taken from the engine and the Parquet writer on the same cores, and
-paid again by every Spark worker (which inherit this environment in local mode; clusters get it
-from `spark.executorEnv`, `wiredump.spark.session.ALWAYS`). A value the user set is kept."""
-
-
-def main(argv: list[str] | None = None) -> None:
-    os.environ.setdefault(*BLAS_THREADS)
-    args = list(sys.argv[1:] if argv is None else argv)
-    if argv is None and hasattr(signal, "SIGPIPE"):
-        # `wiredump X | head` ends quietly when head stops reading, as tshark does.
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    if args and args[0] not in SUBCOMMANDS and args[0] not in ("--help", "-h", "--version"):
-        args.insert(0, "timeline")
-    if args and args[0] == "--version":
-        from wiredump import __version__
-
-        print(f"wiredump {__version__}")
-        return
+def dispatch(args: list[str]) -> None:
+    """Runs the command `args` names (`entry.main` has put `timeline` first where no
+    subcommand was named), parsed by typer."""
     workers = args[:1] == ["timeline"] and any(a.startswith("--workers") for a in args)
     if args and (args[0] not in ARROW_FREE or workers):
         arrow_without_pandas()
     _load_commands()
-    try:
-        app(args, prog_name="wiredump", standalone_mode=True)
-    except CaptureError as e:
-        typer.echo(f"wiredump: {e}", err=True)
-        sys.exit(EXIT_INPUT)
-    except UsageError as e:
-        typer.echo(f"wiredump: {e}", err=True)
-        sys.exit(EXIT_INPUT)
-    except BrokenPipeError:
-        sys.stderr.close()
-        sys.exit(0)
-    except KeyboardInterrupt:
-        sys.exit(130)
+    app(args, prog_name="wiredump", standalone_mode=True)

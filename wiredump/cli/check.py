@@ -15,9 +15,9 @@ from typing import Annotated
 import typer
 
 from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, UsageError, app, make_options
-from wiredump.cli.render import plural
 from wiredump.cli.source import Progress, Run
 from wiredump.cli.timeline import Color, ProgressOpt
+from wiredump.cli.words import plural
 from wiredump.dissect.pipeline import CAPTURE_END
 
 EXIT_FAIL = 1

@@ -18,9 +18,10 @@ from rich.text import Text
 from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, app, make_options
 from wiredump.cli.escape import escape
 from wiredump.cli.output import Out
-from wiredump.cli.render import STATUS_STYLES, Clock, endpoint, format_latency, plural, protocol_style
+from wiredump.cli.render import STATUS_STYLES, Clock, endpoint, format_latency, protocol_style
 from wiredump.cli.source import Progress, Run, annotate
 from wiredump.cli.timeline import Color, Filter, ProgressOpt, compile_or_exit
+from wiredump.cli.words import plural
 from wiredump.dissect.model import Frame
 from wiredump.dissect.pipeline import ANOMALY, CAPTURE_END, CONNECTION, FRAME
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from wiredump.cli.escape import escape
-from wiredump.cli.render import plural
+from wiredump.cli.words import plural
 from wiredump.dissect.model import Anomaly
 from wiredump.dissect.pipeline import ANOMALY, CAPTURE_END, CONNECTION, FRAME, Event
 

@@ -13,7 +13,6 @@ last guard a plain line that still holds a control character is escaped whole.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -23,30 +22,7 @@ from rich.console import Console, RenderableType
 from rich.text import Text
 
 from wiredump.cli.escape import escape
-
-PIPE_WIDTH = 200
-"""Layout width of output that goes to a pipe or file, unless $COLUMNS says otherwise."""
-
-
-def _stdout_tty() -> bool:
-    try:
-        return sys.stdout.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
-def pipe_width() -> int:
-    cols = os.environ.get("COLUMNS", "")
-    return int(cols) if cols.isdigit() and int(cols) >= 40 else PIPE_WIDTH
-
-
-def color_wanted(color: bool | None) -> bool:
-    """`--color` forces, `--no-color` forbids; by default colour only on a terminal without NO_COLOR."""
-    if color is not None:
-        return color
-    if os.environ.get("NO_COLOR"):
-        return False
-    return _stdout_tty()
+from wiredump.cli.tty import color_wanted, pipe_width, stdout_tty
 
 
 class Out:
@@ -54,7 +30,7 @@ class Out:
 
     def __init__(self, color: bool | None = None, console: Console | None = None) -> None:
         self.console = console
-        self.tty = _stdout_tty()
+        self.tty = stdout_tty()
         self.crop = True
         self.progress: Any = None
         """A progress bar on stderr to clear before writing, when stdout is the same terminal."""

@@ -97,11 +97,6 @@ class Clock:
         return f"{dt:%Y-%m-%d %H:%M:%S}.{us:06d}"
 
 
-def plural(n: int, word: str, words: str | None = None) -> str:
-    """`1 anomaly`, `2 anomalies`, `0 frames`: counts in sentences agree with their number."""
-    return f"{n} {word if n == 1 else words or word + 's'}"
-
-
 # -- the timeline line ------------------------------------------------------------------------
 def format_latency(us: int | None) -> str:
     if us is None:

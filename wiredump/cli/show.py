@@ -10,7 +10,6 @@ from rich.text import Text
 from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, app, make_options
 from wiredump.cli.escape import escape
 from wiredump.cli.output import Out
-from wiredump.cli.render import plural
 from wiredump.cli.source import Run, annotate
 from wiredump.cli.timeline import (
     Color,
@@ -23,6 +22,7 @@ from wiredump.cli.timeline import (
     mark_fields_or_fail,
     marks_or_fail,
 )
+from wiredump.cli.words import plural
 from wiredump.dissect.pipeline import FRAME
 
 

@@ -210,7 +210,7 @@ class Run:
 
     def captures(self) -> Iterator[Any]:
         """Each capture opened in turn, for a consumer that reads its records itself (the native
-        timeline, `timeline.plain_native`); one is counted done for the progress bar when the
+        timeline, `plain.plain_native`); one is counted done for the progress bar when the
         next is asked for. Packet times are the consumer's to keep."""
         try:
             for path, size in zip(self.paths, self.sizes, strict=True):

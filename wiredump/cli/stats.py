@@ -25,12 +25,12 @@ from wiredump.cli.render import (
     endpoint,
     format_latency,
     plain_table,
-    plural,
     protocol_style,
     short_latency,
 )
 from wiredump.cli.source import Progress, Run
 from wiredump.cli.timeline import Color, Filter, ProgressOpt, compile_or_exit
+from wiredump.cli.words import plural
 from wiredump.dissect.filter import DisplayFilter
 from wiredump.dissect.pipeline import CAPTURE_END, Event
 from wiredump.dissect.stats import StatsCollector

@@ -7,11 +7,10 @@ table's rows instead, `-Y` keeps the frames a display filter matches.
 
 from __future__ import annotations
 
-import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.text import Text
@@ -20,6 +19,7 @@ from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, UsageError, app, ma
 from wiredump.cli.columns import ColumnsError, FieldColumns, parse_options
 from wiredump.cli.notes import CaptureNotes
 from wiredump.cli.output import Out
+from wiredump.cli.plain import SHOWN_ANOMALIES, plain_native, renderer_allowed, report
 from wiredump.cli.render import (
     TIME_FORMATS,
     VALUES,
@@ -39,15 +39,10 @@ from wiredump.cli.render import (
     rich_tree_line,
 )
 from wiredump.cli.source import REORDER_WINDOW, Item, Progress, Run, annotate, in_packet_order
-from wiredump.dissect import anomalies
 from wiredump.dissect.fields import FieldContext
 from wiredump.dissect.filter import DisplayFilter, FilterError, compile_filter
 from wiredump.dissect.model import Anomaly, Frame
 from wiredump.dissect.pipeline import ANOMALY, CAPTURE_END, FRAME
-
-SHOWN_ANOMALIES = anomalies.shown_by_default()
-"""Anomalies without a frame shown by default: the kinds declared as errors and warnings
-(`wiredump.dissect.anomalies`); notes (retransmission, out_of_order…) with -A."""
 
 FORMATS = ("text", "json", "jsonl", "fields")
 
@@ -257,11 +252,6 @@ class TimelinePrinter:
                     self.truncated.append(f"{ev.obj.name}: capture is truncated: {ev.obj.truncated}")
 
 
-RENDERER_ENV = "WIREDUMP_TIMELINE"
-"""Set to `python` to make the plain timeline in Python even where the native renderer would
-(`native_wanted`): the differential tests compare the two renderers with it."""
-
-
 def native_wanted(opts: TimelineOptions, out: Out, mark: list[str] | None) -> bool:
     """Whether this run is the plain text timeline the engine renders itself (`plain_native`).
 
@@ -272,85 +262,13 @@ def native_wanted(opts: TimelineOptions, out: Out, mark: list[str] | None) -> bo
     against (`tests/test_timeline_native_render.py`, forcing it with `WIREDUMP_TIMELINE=python`).
     """
     return (
-        os.environ.get(RENDERER_ENV, "") != "python"
+        renderer_allowed()
         and opts.fmt == "text"
         and not out.rich
         and opts.filter is None
         and opts.columns is None
         and not (opts.detail or opts.hex or opts.marks or opts.mark_fields or mark)
     )
-
-
-def _stdout_bytes() -> Callable[[bytes], Any]:
-    """How to write the native timeline's UTF-8 text: straight to the byte stream under a UTF-8
-    `sys.stdout` (after what the text layer holds), else decoded through `sys.stdout`.
-
-    The bytes are those the text layer would write whatever its error handler (`strict`, or
-    `surrogateescape` in a C locale): the text comes from Rust strings, which hold no surrogate,
-    so every character is encodable and no handler is ever called."""
-    stdout = sys.stdout
-    buffer = getattr(stdout, "buffer", None)
-    encoding = (getattr(stdout, "encoding", None) or "").lower().replace("-", "").replace("_", "")
-    if buffer is not None and encoding == "utf8":
-        stdout.flush()
-        return buffer.write  # type: ignore[no-any-return]
-    return lambda b: stdout.write(b.decode("utf-8"))
-
-
-def plain_native(run: Run, opts: TimelineOptions, line_buffered: bool) -> tuple[list[str], list[str]]:
-    """The plain timeline rendered by the engine (`wiredump._engine.TimelineFeed`): the same
-    bytes as `TimelinePrinter` writes for it, with no Python object per frame.
-
-    What the terminal declares (the anomaly kinds shown, the stream breaks, the verdict words,
-    the protocol names, the bounds) is handed to the renderer here, declared only on this side.
-    Returns the end-of-capture notes and the truncation messages for stderr, as
-    `TimelinePrinter.said` and `.truncated` hold them.
-    """
-    from wiredump import _engine
-    from wiredump.cli import notes, source
-
-    if opts.count is not None and opts.count <= 0:
-        return [], []  # as the printer: nothing is opened
-    feed = _engine.TimelineFeed(
-        time=opts.time,
-        all_anomalies=opts.all_anomalies,
-        count=opts.count,
-        window=0 if line_buffered else REORDER_WINDOW,
-        several=len(run.paths) > 1,
-        line_buffered=line_buffered,
-        progress=run.progress.enabled,
-        shown=set(SHOWN_ANOMALIES),
-        stream_breaks=set(source.STREAM_BREAKS),
-        snap=notes.SNAP,
-        titles=notes.protocol_titles(),
-        unanswered=source.UNANSWERED,
-        no_reply_yet=source.NO_REPLY_YET,
-        max_wait=source.MAX_WAIT,
-        max_ports=notes.MAX_PORTS,
-    )
-    write = _stdout_bytes()
-    flush = getattr(getattr(sys.stdout, "buffer", None), "flush", sys.stdout.flush)
-    progress = run.progress
-    captures = run.captures()
-    try:
-        for capture in captures:
-            more = True
-            while more:
-                text, marks, more = feed.pump(capture)
-                if text:
-                    write(text)
-                    if line_buffered:
-                        flush()
-                for number in marks:
-                    progress.update(capture.bytes_read, number)
-            if feed.stopped:
-                break
-        write(feed.finish())
-    finally:
-        captures.close()
-        flush()
-        sys.stdout.flush()
-    return feed.said, feed.truncated
 
 
 def check_time(time: str) -> str:
@@ -601,11 +519,10 @@ def timeline(
             raise typer.Exit(EXIT_INPUT)
         return
     if native_wanted(opts, out, mark):
-        said, truncated = plain_native(Run(captures, options, progress=show_progress), opts, line_buffered)
-        for t in said + truncated:
-            typer.echo(f"wiredump: {t}", err=True)
-        if truncated:
-            raise typer.Exit(EXIT_INPUT)
+        run = Run(captures, options, progress=show_progress)
+        code = report(*plain_native(run, opts.count, opts.time, opts.all_anomalies, line_buffered))
+        if code:
+            raise typer.Exit(code)
         return
     run = Run(captures, options, progress=show_progress)
     printer = TimelinePrinter(out, opts)

@@ -69,7 +69,7 @@ ALWAYS: dict[str, str] = {
     "spark.sql.execution.arrow.maxRecordsPerBatch": "65536",
     "spark.sql.parquet.compression.codec": "zstd",
     # One task is one single-threaded Python worker: OpenBLAS's spinning threads (numpy, imported
-    # by pyarrow) would only take CPU from it (`wiredump.cli.app.BLAS_THREADS`).
+    # by pyarrow) would only take CPU from it (`wiredump.cli.entry.BLAS_THREADS`).
     "spark.executorEnv.OPENBLAS_NUM_THREADS": "1",
 }
 """Settings every wiredump job needs: UTC everywhere, standard Parquet timestamps, quiet output,

@@ -14,7 +14,7 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> None:
-    from wiredump.cli.app import main as cli
+    from wiredump.cli.entry import main as cli
 
     cli(["spark", *(sys.argv[1:] if argv is None else argv)])
 

@@ -1,0 +1,157 @@
+"""`wiredump CAPTURE…` with no option, the main job, runs without the command-line framework
+(`entry.main` → `plain.default_timeline`): the same stdout, stderr and exit code as the same
+timeline parsed by typer, and none of typer, rich, pydantic or pyarrow loaded.
+
+The typer run of the same timeline is `wiredump timeline --no-progress CAPTURE…`: an option
+sends it through the parser, and `--no-progress` changes nothing where stderr is not a terminal
+(as here), so any difference between the two runs is a difference of the two ways in.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cli_support import Result, run_cli
+
+from wiredump.cli import entry, plain, tty
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = sorted((ROOT / "samples").glob("*.pcap"))
+
+
+def test_samples_are_found() -> None:
+    assert len(SAMPLES) == 4, SAMPLES
+
+
+def both(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *paths: str) -> Result:
+    """`wiredump PATHS…` by the short way and by typer; asserts they agree and that the short way
+    was taken (typer's parser was never called); returns its result."""
+    from wiredump.cli import app
+
+    parsed: list[list[str]] = []
+    real = app.dispatch
+
+    def counting(args: list[str]) -> None:
+        parsed.append(args)
+        real(args)
+
+    monkeypatch.setattr(app, "dispatch", counting)
+    short = run_cli(capsys, *paths)
+    assert parsed == [], "the plain timeline went through typer"
+    full = run_cli(capsys, "timeline", "--no-progress", *paths)
+    assert parsed == [["timeline", "--no-progress", *paths]]
+    assert (short.code, short.err) == (full.code, full.err)
+    assert short.out == full.out
+    return short
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=[p.name for p in SAMPLES])
+def test_each_sample(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, path: Path) -> None:
+    r = both(capsys, monkeypatch, str(path))
+    assert r.code == 0 and r.err == ""
+    # The first line of each sample, read from its bytes independently elsewhere
+    # (tests/test_cli_timeline.py); here: one line per frame, every line numbered by its packet.
+    lines = r.out.splitlines()
+    assert len(lines) > 5
+    assert all(line.split()[0].isdigit() for line in lines)
+
+
+def test_kafka_sample_first_lines(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first request and its response, as the capture holds them: packets 4 and 6 of
+    kafka-basic are ApiVersions v4 with correlation id 1 (bytes 4-11 of the TCP payloads:
+    key 0x0012, version 0x0004, id 0x00000001), the request from kafka-python 3.0.12."""
+    r = both(capsys, monkeypatch, str(ROOT / "samples" / "kafka-basic.pcap"))
+    first, second = r.out.splitlines()[:2]
+    assert first.split()[0] == "4" and "ApiVersions v4 id=1 → #6" in first and "kafka-python 3.0.12" in first
+    assert second.split()[0] == "6" and "ApiVersions v4 id=1 ← #4" in second
+
+
+def test_several_captures(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    r = both(capsys, monkeypatch, *map(str, SAMPLES[:2]))
+    assert r.out.count("==> ") == 2
+
+
+def test_missing_file(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    r = both(capsys, monkeypatch, str(tmp_path / "nope.pcap"))
+    assert r.code == 2 and r.out == ""
+    assert r.err.startswith("wiredump: ") and "nope.pcap" in r.err and "\n" == r.err[-1]
+    assert r.err.count("\n") == 1
+
+
+def test_not_a_capture(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    bad = tmp_path / "notes.txt"
+    bad.write_text("this is not a capture\n")
+    r = both(capsys, monkeypatch, str(bad))
+    assert r.code == 2 and r.err.startswith("wiredump: ") and "Traceback" not in r.err
+
+
+def test_truncated_capture(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A capture cut inside its last record: the frames before it, the truncation on stderr, exit 2."""
+    data = (ROOT / "samples" / "kafka-basic.pcap").read_bytes()
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(data[:-7])
+    r = both(capsys, monkeypatch, str(cut))
+    assert r.code == 2 and "truncated" in r.err and r.out.splitlines()[0].split()[0] == "4"
+
+
+def test_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`-` is standard input, not an option: the short way takes it."""
+    import io
+
+    data = (ROOT / "samples" / "tank-bundles.pcap").read_bytes()
+
+    class Stdin:
+        buffer = io.BytesIO(data)
+
+    monkeypatch.setattr(sys, "stdin", Stdin())
+    from wiredump.cli import app
+
+    parsed: list[list[str]] = []
+    monkeypatch.setattr(app, "dispatch", lambda args: parsed.append(args))
+    from_stdin = run_cli(capsys, "-")
+    assert parsed == [] and from_stdin.code == 0
+    from_file = run_cli(capsys, str(ROOT / "samples" / "tank-bundles.pcap"))
+    assert from_stdin.out == from_file.out and from_stdin.out
+
+
+def test_what_takes_the_short_way() -> None:
+    files = ["a.pcap", "b.pcap"]
+    assert entry.plain_captures(["timeline", *files]) == files
+    assert entry.plain_captures(["timeline", "-"]) == ["-"]
+    assert entry.plain_captures(["timeline"]) is None  # typer says what is missing
+    assert entry.plain_captures(["timeline", "a.pcap", "-V"]) is None
+    assert entry.plain_captures(["timeline", "--", "a.pcap"]) is None
+    assert entry.plain_captures(["export", "a.pcap"]) is None
+
+
+def test_colour_terminal_takes_the_full_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a colour terminal the timeline is rich's, which the short way does not make: it declines
+    before opening anything (the path does not exist, and no error is raised)."""
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setattr(tty, "stdout_tty", lambda: True)
+    assert plain.default_timeline(["/nonexistent.pcap"]) is None
+    monkeypatch.setenv("NO_COLOR", "1")
+    with pytest.raises(Exception, match="nonexistent"):
+        plain.default_timeline(["/nonexistent.pcap"])
+
+
+def test_python_renderer_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(plain.RENDERER_ENV, "python")
+    assert plain.default_timeline(["/nonexistent.pcap"]) is None
+
+
+def test_short_way_loads_no_framework() -> None:
+    """In a fresh interpreter, `wiredump X > pipe` loads none of typer, rich, pydantic, pyarrow."""
+    code = (
+        "import sys\n"
+        "from wiredump.cli.entry import main\n"
+        f"main([{str(ROOT / 'samples' / 'kafka-basic.pcap')!r}])\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'typer', 'rich', 'pydantic', 'pyarrow', 'click'})\n"
+        "print('LOADED', heavy, file=sys.stderr)\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert "LOADED []" in p.stderr, p.stderr
+    assert "ApiVersions v4 id=1" in p.stdout.splitlines()[0]
