@@ -12,7 +12,10 @@ N times larger (the same flows replayed with fresh ports, sequence numbers and
 times, see `scale_capture.py`) and exports it, to show that memory stays flat.
 `--spark` times `wiredump spark export` of a capture set with 1 and with 2 cores.
 
-    python benchmarks/run.py benchmarks/data/kafka-large.pcap [--scale 10 [--scaled X10.pcap]] [--spark]
+    python benchmarks/run.py benchmarks/data/kafka-large.pcap [--scale 10 [--scaled X10.pcap]] [--spark] [--repeat 3]
+
+`--repeat N` runs each command N times in turn with the others and keeps its least time (and its
+highest peak RSS): on a shared machine a single run of the same command varies by a third.
 """
 
 from __future__ import annotations
@@ -109,38 +112,51 @@ def table(results: list[Result]) -> str:
 TSHARK_FIELDS = ["-T", "fields", "-e", "kafka.api_key", "-e", "kafka.correlation_id"]
 
 
-def one_size(label: str, cap: Path, packets: int, tmp: Path, workers: int) -> list[Result]:
-    """tshark and wiredump, timeline and export, on one capture: the four commands side by side."""
+def best(runs: list[Result]) -> Result:
+    """One figure from repeated runs of a command: the least wall and the least CPU time (what
+    the command needs when the shared machine does not take the core from it), the highest peak
+    RSS (memory is judged by its worst run), a failed run's exit code."""
+    first = runs[0]
+    failed = [r.rc for r in runs if r.rc != 0]
+    return Result(
+        first.name,
+        min(r.seconds for r in runs),
+        max(r.max_rss_mb for r in runs),
+        first.packets,
+        failed[0] if failed else 0,
+        min(r.cpu for r in runs),
+        first.nbytes,
+    )
+
+
+def one_size(label: str, cap: Path, packets: int, tmp: Path, workers: int, repeat: int = 1) -> list[Result]:
+    """tshark and wiredump, timeline and export, on one capture: the four commands side by side,
+    each run `repeat` times in turn (tshark, wiredump, tshark, …) so that a slow spell of the
+    machine falls on both tools alike."""
     size = cap.stat().st_size
-    results: list[Result] = []
+    commands: list[tuple[str, list[str], Path | None]] = []
     if shutil.which("tshark"):
-        results.append(
-            timed(
-                f"[{label}] tshark -r X -n > file",
-                ["tshark", "-r", str(cap), "-n"],
-                packets,
-                tmp / "t1.txt",
-                size,
-            )
+        commands.append(
+            (f"[{label}] tshark -r X -n > file", ["tshark", "-r", str(cap), "-n"], tmp / "t1.txt")
         )
-        results.append(
-            timed(
+        commands.append(
+            (
                 f"[{label}] tshark -T fields -e api_key -e correlation_id",
                 ["tshark", "-r", str(cap), "-n", *TSHARK_FIELDS],
-                packets,
                 tmp / "t2.txt",
-                size,
             )
         )
-    results.append(
-        timed(f"[{label}] wiredump X > file", [*wiredump(), str(cap)], packets, tmp / "w1.txt", size)
-    )
+    commands.append((f"[{label}] wiredump X > file", [*wiredump(), str(cap)], tmp / "w1.txt"))
     export = [*wiredump(), "export", str(cap), "-o", str(tmp / f"out-{label}")]
     if workers:
         export += ["--workers", str(workers)]
-    results.append(timed(f"[{label}] wiredump export X -o DIR", export, packets, None, size))
-    shutil.rmtree(tmp / f"out-{label}", ignore_errors=True)
-    return results
+    commands.append((f"[{label}] wiredump export X -o DIR", export, None))
+    runs: dict[str, list[Result]] = {name: [] for name, _, _ in commands}
+    for _ in range(max(1, repeat)):
+        for name, argv, out in commands:
+            runs[name].append(timed(name, argv, packets, out, size))
+            shutil.rmtree(tmp / f"out-{label}", ignore_errors=True)
+    return [best(runs[name]) for name, _, _ in commands]
 
 
 def ratios(label: str, results: list[Result]) -> list[str]:
@@ -184,6 +200,20 @@ def main() -> None:
     )
     ap.add_argument("--spark", action="store_true", help="also time spark export with 1 and 2 cores")
     ap.add_argument("--workers", type=int, default=0, help="pass --workers N to wiredump export")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="run each command N times, in turn with the others, and keep its least wall and CPU "
+        "time and its highest peak RSS (the shared machine's slow spells vary single runs by a "
+        "third)",
+    )
+    ap.add_argument(
+        "--repeat-scaled",
+        type=int,
+        default=None,
+        help="with --scale: the same for the larger capture (default: as --repeat)",
+    )
     args = ap.parse_args()
     cap = args.capture
     packets = count_packets(cap)
@@ -207,8 +237,9 @@ def main() -> None:
                 check=True,
             )
             sizes.append((f"{args.scale}x", big, count_packets(big)))
-        for label, path, n in sizes:
-            results += one_size(label, path, n, tmp, args.workers)
+        for i, (label, path, n) in enumerate(sizes):
+            repeat = args.repeat if i == 0 or args.repeat_scaled is None else args.repeat_scaled
+            results += one_size(label, path, n, tmp, args.workers, repeat)
             for f in tmp.glob("*.txt"):
                 f.unlink()
         if args.spark:
@@ -239,6 +270,11 @@ def main() -> None:
             else f"capture {label}: {n:,} packets"
         )
     print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if args.repeat > 1 or (args.repeat_scaled or 1) > 1:
+        print(
+            f"each command run {args.repeat}× (1x) / {args.repeat_scaled or args.repeat}× (larger) in turn "
+            "with the others: least wall and CPU time, highest peak RSS"
+        )
     print(table(results))
     print()
     for label, _, _ in sizes:

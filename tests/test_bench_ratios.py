@@ -50,3 +50,27 @@ def test_no_ratio_of_a_failed_command() -> None:
 
 def test_wiredump_is_this_interpreters() -> None:
     assert _run_module().wiredump() == [sys.executable, "-m", "wiredump"]
+
+
+def test_repeated_runs_keep_least_time_and_highest_memory() -> None:
+    """`--repeat`: of three runs of one command, the least wall and least CPU time (from
+    different runs), the highest peak RSS, and a failure is not hidden by the runs that passed."""
+    mod = _run_module()
+    R = mod.Result
+    name = "[1x] wiredump X > file"
+    runs = [
+        R(name, 1.3, 90.0, 1000, 0, 1.1, 5),
+        R(name, 1.1, 95.0, 1000, 0, 1.2, 5),
+        R(name, 1.6, 80.0, 1000, 0, 1.0, 5),
+    ]
+    b = mod.best(runs)
+    assert (b.name, b.seconds, b.cpu, b.max_rss_mb, b.rc, b.packets, b.nbytes) == (
+        name,
+        1.1,
+        1.0,
+        95.0,
+        0,
+        1000,
+        5,
+    )
+    assert mod.best([*runs, R(name, 0.1, 10.0, 1000, 2, 0.1, 5)]).rc == 2
