@@ -74,3 +74,13 @@ def test_repeated_runs_keep_least_time_and_highest_memory() -> None:
         5,
     )
     assert mod.best([*runs, R(name, 0.1, 10.0, 1000, 2, 0.1, 5)]).rc == 2
+
+
+def test_packets_counted_in_a_child() -> None:
+    """The packet count comes from a child process (so this process's peak RSS, which every
+    command it starts inherits as a floor in `ru_maxrss`, stays that of a bare interpreter); the
+    sample holds 67 packets (capinfos -c)."""
+    mod = _run_module()
+    before = set(sys.modules)
+    assert mod.count_packets(ROOT / "samples" / "kafka-basic.pcap") == 167
+    assert "wiredump._engine" not in set(sys.modules) - before
