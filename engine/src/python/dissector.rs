@@ -558,7 +558,7 @@ unsafe impl Sink for Tables<'_> {
             Record::Anomaly(a) => set.anomaly(capture, &a)?,
             Record::Exchange(e) => set.exchange(capture, &e)?,
             Record::Connection(c) => set.connection(capture, &c)?,
-            Record::CaptureEnd(e) => *self.end = Some(e),
+            Record::CaptureEnd(e) => *self.end = Some(*e),
         }
         Ok(())
     }
