@@ -18,6 +18,7 @@ pub mod annotate;
 pub mod notes;
 pub mod text;
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt::Write;
 use std::rc::Rc;
@@ -25,8 +26,8 @@ use std::rc::Rc;
 use annotate::{Annotator, Event, Item, Reorder, Verdict};
 use notes::CaptureNotes;
 use text::{
-    escape_into, is_printable_str, push_int, push_int_right, push_latency, push_right, Clock,
-    TimeMode,
+    escape_into, is_plain, is_printable_str, push_int, push_int_right, push_latency, push_right,
+    Clock, TimeMode,
 };
 
 use crate::model::{ExchangeStatus, Frame, Role, Status};
@@ -318,7 +319,7 @@ impl Timeline {
                 let start = self.out.len();
                 let after = item.after.as_deref();
                 line.write(&mut self.out, &time, reply, after);
-                if line.printable(&time, reply, after) {
+                if line.printable(reply, after) {
                     self.out.push('\n');
                 } else {
                     self.end_line(start);
@@ -475,6 +476,9 @@ impl Head {
 #[derive(Debug, Default)]
 struct Heads {
     slots: Vec<Option<Head>>,
+    /// The last type name from the code (not from the wire) found to need no escape: the
+    /// same name (same address and length: static text never changes) is written unchecked.
+    plain_type: Option<&'static str>,
 }
 
 const HEAD_SLOTS: usize = 64;
@@ -504,7 +508,18 @@ impl FrameLine {
             String::with_capacity((head.text.len() + 64 + f.summary.len()).next_multiple_of(256));
         out.push_str(&head.text);
         let head_printable = head.printable;
-        escape_into(&mut out, &f.type_);
+        match &f.type_ {
+            Cow::Borrowed(t) if heads.plain_type.is_some_and(|p| std::ptr::eq(p, *t)) => {
+                out.push_str(t);
+            }
+            Cow::Borrowed(t) => {
+                escape_into(&mut out, t);
+                if is_plain(t) {
+                    heads.plain_type = Some(t);
+                }
+            }
+            Cow::Owned(t) => escape_into(&mut out, t),
+        }
         if let Some(v) = f.version {
             out.push_str(" v");
             push_int(&mut out, v);
@@ -580,12 +595,10 @@ impl FrameLine {
     }
 
     /// Whether the line [`FrameLine::write`] makes with these pieces is printable: escaped text
-    /// is, so only the pieces that are not need a look.
-    pub fn printable(&self, time: &str, reply: Option<&str>, after: Option<&str>) -> bool {
-        self.printable
-            && is_printable_str(time)
-            && reply.is_none_or(is_printable_str)
-            && after.is_none_or(is_printable_str)
+    /// is, and so is the time (the [`Clock`]'s digits, signs and separators only; a test checks
+    /// every mode), so only the other pieces need a look.
+    pub fn printable(&self, reply: Option<&str>, after: Option<&str>) -> bool {
+        self.printable && reply.is_none_or(is_printable_str) && after.is_none_or(is_printable_str)
     }
 
     /// The whole line (no newline): packet, `time`, the frame's text, its badges with the
@@ -747,6 +760,35 @@ mod tests {
             ]
         );
         assert!(tl.said.is_empty() && tl.truncated.is_empty());
+    }
+
+    #[test]
+    fn type_names_are_checked_unless_the_same_static_text_was_plain() {
+        // A static name found plain is written unchecked the next time; another static name
+        // (a tab in it), or an owned one with the same text as the plain one, is checked.
+        static TABBED: &str = "Pro\tduce";
+        let mut heads = Heads::default();
+        let line = |heads: &mut Heads, t: Cow<'static, str>| {
+            let mut f = Frame::new("kafka", t, 0);
+            f.src = Rc::from("10.0.0.1");
+            f.dst = Rc::from("10.0.0.2");
+            let l = FrameLine::new(&f, heads);
+            l.text[l.text.find("kafka").expect("protocol") + 8..l.badges_at].to_string()
+        };
+        assert_eq!(line(&mut heads, Cow::Borrowed("Produce")), "Produce");
+        assert_eq!(heads.plain_type, Some("Produce"));
+        assert_eq!(line(&mut heads, Cow::Borrowed("Produce")), "Produce");
+        assert_eq!(line(&mut heads, Cow::Borrowed(TABBED)), "Pro\\tduce");
+        assert_eq!(
+            heads.plain_type,
+            Some("Produce"),
+            "a name that needs escaping is not kept"
+        );
+        assert_eq!(
+            line(&mut heads, Cow::Owned("Pro\u{1b}duce".into())),
+            "Pro\\x1bduce"
+        );
+        assert_eq!(line(&mut heads, Cow::Owned("Produce".into())), "Produce");
     }
 
     #[test]

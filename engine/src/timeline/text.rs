@@ -23,7 +23,7 @@ fn printable(c: char) -> bool {
 
 /// `s` as Python's `str.isprintable()` sees it, and without a backslash: the text `escape`
 /// returns unchanged.
-fn is_plain(s: &str) -> bool {
+pub fn is_plain(s: &str) -> bool {
     all_printable(s, b'\\')
 }
 
@@ -301,6 +301,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn zero_padded_digits_are_formats() {
+        for width in [3usize, 6] {
+            for n in (0..2_000_000i64)
+                .step_by(997)
+                .chain([0, 9, 10, 999, 1000, 999_999, 1_000_000])
+            {
+                let mut out = String::from("x");
+                push_int_zeros(&mut out, n, width);
+                assert_eq!(out, format!("x{n:0width$}"), "{n} in {width}");
+            }
+        }
+    }
+
+    #[test]
     fn escape_as_python_writes_it() {
         // Each expected text worked out by hand from escape.py's table.
         let cases = [
@@ -418,6 +432,44 @@ mod tests {
         push_int(&mut s, -3i64);
         push_int_right(&mut s, 7u64, 3);
         assert_eq!(s, "    421234567-3  7");
+    }
+
+    #[test]
+    fn clock_text_is_always_printable() {
+        // The frame line's guard does not look at the time (`FrameLine::printable`): every mode
+        // over extreme and ordinary times, both signs, writes only printable ASCII (±2^61 µs,
+        // 73,000 years either way, keeps the differences of two times within an i64).
+        let times = [
+            -(1i64 << 61),
+            -86_400_000_000_123,
+            -1,
+            1,
+            999_999,
+            1_700_000_000_123_456,
+            253_402_300_799_999_999,
+            1i64 << 61,
+        ];
+        for mode in [
+            TimeMode::Relative,
+            TimeMode::Delta,
+            TimeMode::Absolute,
+            TimeMode::AbsoluteDate,
+            TimeMode::Epoch,
+        ] {
+            for &base in &times {
+                for &t in &times {
+                    let mut c = Clock::new(mode);
+                    c.start(Some(base));
+                    let mut s = String::new();
+                    c.format(&mut s, Some(t), true);
+                    c.format(&mut s, Some(base), true);
+                    assert!(
+                        s.bytes().all(|b| (0x20..0x7f).contains(&b) && b != b'\\'),
+                        "{mode:?} {base} {t}: {s:?}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
