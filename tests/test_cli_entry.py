@@ -59,7 +59,9 @@ def test_each_sample(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.Mon
     assert all(line.split()[0].isdigit() for line in lines)
 
 
-def test_kafka_sample_first_lines(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_kafka_sample_first_lines(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The first request and its response, as the capture holds them: packets 4 and 6 of
     kafka-basic are ApiVersions v4 with correlation id 1 (bytes 4-11 of the TCP payloads:
     key 0x0012, version 0x0004, id 0x00000001), the request from kafka-python 3.0.12."""
@@ -74,21 +76,27 @@ def test_several_captures(capsys: pytest.CaptureFixture[str], monkeypatch: pytes
     assert r.out.count("==> ") == 2
 
 
-def test_missing_file(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_missing_file(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     r = both(capsys, monkeypatch, str(tmp_path / "nope.pcap"))
     assert r.code == 2 and r.out == ""
     assert r.err.startswith("wiredump: ") and "nope.pcap" in r.err and "\n" == r.err[-1]
     assert r.err.count("\n") == 1
 
 
-def test_not_a_capture(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_not_a_capture(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     bad = tmp_path / "notes.txt"
     bad.write_text("this is not a capture\n")
     r = both(capsys, monkeypatch, str(bad))
     assert r.code == 2 and r.err.startswith("wiredump: ") and "Traceback" not in r.err
 
 
-def test_truncated_capture(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_truncated_capture(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """A capture cut inside its last record: the frames before it, the truncation on stderr, exit 2."""
     data = (ROOT / "samples" / "kafka-basic.pcap").read_bytes()
     cut = tmp_path / "cut.pcap"
