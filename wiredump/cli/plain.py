@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from wiredump.cli.entry import EXIT_INPUT
 from wiredump.cli.source import REORDER_WINDOW, Progress, Run
 from wiredump.cli.tty import color_wanted, stdout_tty
 from wiredump.dissect import anomalies
@@ -109,11 +110,12 @@ def plain_native(
 
 
 def report(said: list[str], truncated: list[str]) -> int:
-    """Writes the end-of-capture notes and truncation messages to stderr; the exit code (2 when a
-    capture was truncated, as for any input the user must know is incomplete)."""
+    """Writes the end-of-capture notes and truncation messages to stderr; the exit code
+    (`EXIT_INPUT` when a capture was truncated, as for any input the user must know is
+    incomplete)."""
     for t in said + truncated:
         print(f"wiredump: {t}", file=sys.stderr)
-    return 2 if truncated else 0
+    return EXIT_INPUT if truncated else 0
 
 
 def default_timeline(captures: list[str]) -> int | None:

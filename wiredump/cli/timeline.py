@@ -513,10 +513,9 @@ def timeline(
         except parallel.WorkerError as e:
             raise UsageError(str(e)) from None
         sys.stdout.flush()
-        for t in truncated:
-            typer.echo(f"wiredump: {t}", err=True)
-        if truncated:
-            raise typer.Exit(EXIT_INPUT)
+        code = report([], truncated)
+        if code:
+            raise typer.Exit(code)
         return
     if native_wanted(opts, out, mark):
         run = Run(captures, options, progress=show_progress)
@@ -531,9 +530,6 @@ def timeline(
         printer.run(run, in_packet_order(annotate(run.events()), window))
     finally:
         printer.finish()
-    for t in printer.said:
-        typer.echo(f"wiredump: {t}", err=True)
-    for t in printer.truncated:
-        typer.echo(f"wiredump: {t}", err=True)
-    if printer.truncated:
-        raise typer.Exit(EXIT_INPUT)
+    code = report(printer.said, printer.truncated)
+    if code:
+        raise typer.Exit(code)

@@ -396,7 +396,7 @@ pub struct FrameLine {
     summary_at: usize,
     /// The pieces of `text` written unescaped (addresses, protocol, kinds) are printable; the
     /// rest is escaped or this module's own text, so the printed line needs no second look
-    /// unless a piece it is printed with (time, verdict) is not printable.
+    /// unless a piece it is printed with (the verdict, the stream break) is not printable.
     printable: bool,
 }
 
