@@ -4,9 +4,10 @@ The engine makes the lines (`wiredump._engine.TimelineFeed`) and Python writes t
 with no Python object per frame. This module imports neither typer nor rich: `wiredump X` with
 no option into a pipe or file (`entry.main`) runs from here without the command line's
 framework, whose start-up (typer imports pydantic and builds an adapter for every parameter)
-was 0.4 s: a third of the whole timeline of the 224 MB benchmark capture. Every other timeline (colour, `-V`, `-x`, a
-filter, JSON, `-T fields`) goes through `timeline.TimelinePrinter`, which stays the reference
-the native lines are tested against (`tests/test_timeline_native_render.py`).
+was ~0.3 s (with compiled bytecode): a quarter of the whole timeline of the 224 MB benchmark
+capture. Every other timeline (colour, `-V`, `-x`, a filter, JSON, `-T fields`) goes through
+`timeline.TimelinePrinter`, which stays the reference the native lines are tested against
+(`tests/test_timeline_native_render.py`).
 """
 
 from __future__ import annotations
