@@ -387,35 +387,37 @@ mod tables {
 
     use serde_json::Value;
 
-    /// Declared type -> (ColumnType variant, builder type, builder constructor).
+    /// Declared type -> (ColumnType variant, builder type, builder constructor). The
+    /// constructor is a template: `ROWS` is the rows to make room for, `BYTES` the bytes of
+    /// text or binary values (see `sized` in `generate`).
     fn rust_type(t: &str) -> (&'static str, &'static str, &'static str) {
         match t {
             "string" => (
                 "Utf8",
                 "StringBuilder",
-                "StringBuilder::with_capacity(rows, rows * 16)",
+                "StringBuilder::with_capacity(ROWS, BYTES)",
             ),
-            "int64" => ("Int64", "Int64Builder", "Int64Builder::with_capacity(rows)"),
-            "int32" => ("Int32", "Int32Builder", "Int32Builder::with_capacity(rows)"),
+            "int64" => ("Int64", "Int64Builder", "Int64Builder::with_capacity(ROWS)"),
+            "int32" => ("Int32", "Int32Builder", "Int32Builder::with_capacity(ROWS)"),
             "bool" => (
                 "Bool",
                 "BooleanBuilder",
-                "BooleanBuilder::with_capacity(rows)",
+                "BooleanBuilder::with_capacity(ROWS)",
             ),
             "binary" => (
                 "Binary",
                 "BinaryBuilder",
-                "BinaryBuilder::with_capacity(rows, 0)",
+                "BinaryBuilder::with_capacity(ROWS, BYTES)",
             ),
             "timestamp[us, UTC]" => (
                 "TimestampUs",
                 "TimestampMicrosecondBuilder",
-                "TimestampMicrosecondBuilder::with_capacity(rows).with_timezone(UTC)",
+                "TimestampMicrosecondBuilder::with_capacity(ROWS).with_timezone(UTC)",
             ),
             "timestamp[ms, UTC]" => (
                 "TimestampMs",
                 "TimestampMillisecondBuilder",
-                "TimestampMillisecondBuilder::with_capacity(rows).with_timezone(UTC)",
+                "TimestampMillisecondBuilder::with_capacity(ROWS).with_timezone(UTC)",
             ),
             "map<string, binary>" => ("StringBinaryMap", "HeadersBuilder", "headers_builder()"),
             other => panic!("{}: unknown column type {other:?}", super::TABLES),
@@ -496,8 +498,21 @@ mod tables {
                 );
                 let id = ident(name);
                 let _ = writeln!(fields, "    /// `{name}`: {ty}.\n    pub {id}: {builder},");
-                let _ = writeln!(inits, "            {id}: {ctor},");
-                let _ = writeln!(finish, "            Arc::new(self.{id}.finish()),");
+                let first = ctor.replace("ROWS", "rows").replace("BYTES", "rows * 16");
+                let _ = writeln!(inits, "            {id}: {first},");
+                // A finished builder starts over with no room (arrow-rs hands its buffers to
+                // the array): it is made again with the room the batch it just made took, so
+                // the next batch's values are not copied from buffer to buffer as they grow.
+                let again = match ty {
+                    "string" | "binary" => ctor
+                        .replace("ROWS", "a.len()")
+                        .replace("BYTES", "again_bytes(a.value_data().len())"),
+                    _ => ctor.replace("ROWS", "a.len()"),
+                };
+                let _ = writeln!(
+                    finish,
+                    "            {{\n                let a = self.{id}.finish();\n                self.{id} = {again};\n                Arc::new(a)\n            }},"
+                );
             }
             let _ = writeln!(out, "    ],\n}};\n");
             let _ = writeln!(

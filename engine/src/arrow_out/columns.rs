@@ -11,7 +11,7 @@ use arrow_array::builder::{
     BinaryBuilder, BooleanBuilder, Int32Builder, Int64Builder, MapBuilder, MapFieldNames,
     StringBuilder, TimestampMicrosecondBuilder, TimestampMillisecondBuilder,
 };
-use arrow_array::ArrayRef;
+use arrow_array::{Array as _, ArrayRef};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
 
 /// A column's type, as the declaration names it (`string`, `timestamp[us, UTC]`, …).
@@ -109,6 +109,19 @@ fn headers_builder() -> HeadersBuilder {
     };
     MapBuilder::new(Some(names), StringBuilder::new(), BinaryBuilder::new())
 }
+
+/// Room for the text or binary values of the next batch of a column whose last batch took
+/// `last` bytes: that and an eighth more (batches are cut at about the same size, and a
+/// value buffer that overflows is copied whole into one twice as large). At most
+/// [`AGAIN_BYTES_MAX`]: one batch made of a few huge values does not make every later batch
+/// reserve as much.
+fn again_bytes(last: usize) -> usize {
+    (last + last / 8).min(AGAIN_BYTES_MAX)
+}
+
+/// The most value bytes a builder reserves from the size of the batch before (16 MiB: four
+/// times a batch's byte bound).
+pub const AGAIN_BYTES_MAX: usize = 16 << 20;
 
 include!(concat!(env!("OUT_DIR"), "/table_columns.rs"));
 

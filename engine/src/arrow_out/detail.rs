@@ -105,39 +105,45 @@ fn write_value(out: &mut String, v: &Value, style: Style, depth: usize) -> Resul
 }
 
 /// Whether any byte is a control character, `"` or `\\`; eight bytes at a time (the scan is the
-/// hot path of `detail`: decodes hold long strings).
+/// hot path of `detail`: decodes hold long strings, and short names by the dozen).
 fn needs_escape(bytes: &[u8]) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     // Exact as a yes/no test (Hacker's Delight / "Bit Twiddling Hacks": haszero, hasless).
     let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH != 0;
-    let mut chunks = bytes.chunks_exact(8);
-    for c in &mut chunks {
-        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-        let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGH != 0;
-        if below_space
+    let bad = |w: u64| {
+        w.wrapping_sub(ONES * 0x20) & !w & HIGH != 0
             || has_zero(w ^ (ONES * u64::from(b'"')))
             || has_zero(w ^ (ONES * u64::from(b'\\')))
-        {
-            return true;
-        }
+    };
+    let word = |c: &[u8]| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+    let n = bytes.len();
+    if n < 8 {
+        // Padded with spaces, which need no escape: one word, no byte-by-byte tail.
+        let mut w = [b' '; 8];
+        w[..n].copy_from_slice(bytes);
+        return bad(u64::from_le_bytes(w));
     }
-    chunks
-        .remainder()
-        .iter()
-        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+    let mut chunks = bytes.chunks_exact(8);
+    if chunks.by_ref().any(|c| bad(word(c))) {
+        return true;
+    }
+    // The tail as the last eight bytes (some read twice: the answer is the same).
+    !chunks.remainder().is_empty() && bad(word(&bytes[n - 8..]))
 }
 
 /// A string, quoted and escaped as orjson and `json.dumps(ensure_ascii=False)` both do.
 pub fn write_str(out: &mut String, s: &str) {
-    out.push('"');
     let bytes = s.as_bytes();
-    // Most names and values need no escape: one scan, one copy.
+    // Most names and values need no escape: one scan, one copy, room made once.
     if !needs_escape(bytes) {
+        out.reserve(bytes.len() + 2);
+        out.push('"');
         out.push_str(s);
         out.push('"');
         return;
     }
+    out.push('"');
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
         let esc: &str = match b {
@@ -163,20 +169,10 @@ pub fn write_str(out: &mut String, s: &str) {
     out.push('"');
 }
 
-/// An unsigned integer in decimal, without the formatting machinery (the hot path of `detail`).
-fn write_u64(out: &mut String, mut v: u64) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    // ASCII digits: one push of them all.
-    out.push_str(std::str::from_utf8(&buf[i..]).unwrap_or_default());
+/// An unsigned integer in decimal (itoa: two digits per step, no formatting machinery; a
+/// frame's detail holds dozens of integers).
+fn write_u64(out: &mut String, v: u64) {
+    out.push_str(itoa::Buffer::new().format(v));
 }
 
 fn write_hex(out: &mut String, b: &[u8]) {
