@@ -163,3 +163,130 @@ def test_short_way_loads_no_framework() -> None:
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert "LOADED []" in p.stderr, p.stderr
     assert "ApiVersions v4 id=1" in p.stdout.splitlines()[0]
+
+
+# -- `wiredump export CAPTURE… -o DIR` ----------------------------------------------------------
+
+
+def both_exports(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *args: str
+) -> tuple[Result, Path]:
+    """`wiredump export ARGS… -o DIR` by the short way and by typer (`--format parquet`, the
+    default, sends it through the parser); asserts the short way was taken, that both say the
+    same and exit alike, and that every file they wrote holds the same table (pyarrow reads them
+    back equal). Returns the short way's result and directory."""
+    import pyarrow.parquet as pq
+
+    from wiredump.cli import app
+
+    parsed: list[list[str]] = []
+    real = app.dispatch
+
+    def counting(argv: list[str]) -> None:
+        parsed.append(argv)
+        real(argv)
+
+    monkeypatch.setattr(app, "dispatch", counting)
+    short_dir, full_dir = tmp_path / "short", tmp_path / "full"
+    short = run_cli(capsys, "export", *args, "-o", str(short_dir))
+    assert parsed == [], "the export went through typer"
+    full = run_cli(capsys, "export", "--format", "parquet", *args, "-o", str(full_dir))
+    assert len(parsed) == 1
+    assert (short.code, short.out, short.err) == (full.code, full.out, full.err)
+    short_files = sorted(p.name for p in short_dir.glob("*")) if short_dir.exists() else []
+    full_files = sorted(p.name for p in full_dir.glob("*")) if full_dir.exists() else []
+    assert short_files == full_files
+    for name in short_files:
+        assert pq.read_table(short_dir / name).equals(pq.read_table(full_dir / name)), name
+    return short, short_dir
+
+
+def test_export_kafka_sample(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The Kafka sample's tables, by both ways: its first frame is packet 4, ApiVersions v4 with
+    correlation id 1 (key 0x0012, version 0x0004, id 0x00000001 at bytes 4-11 of the payload)."""
+    import pyarrow.parquet as pq
+
+    r, out = both_exports(capsys, monkeypatch, tmp_path, str(ROOT / "samples" / "kafka-basic.pcap"))
+    assert r.code == 0 and r.out == ""
+    assert r.err.startswith("frames: ") and r.err.count("\n") == 1
+    frames = pq.read_table(out / "frames.parquet").to_pylist()
+    first = frames[0]
+    assert (first["packet"], first["type"], first["version"], first["correlation_id"]) == (
+        4,
+        "ApiVersions",
+        4,
+        1,
+    )
+    assert f"frames: {len(frames)}," in r.err
+
+
+def test_export_options_anywhere(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`-o DIR` before the captures, `--out=DIR`, two captures: the short way still."""
+    from wiredump.cli import app
+
+    monkeypatch.setattr(app, "dispatch", lambda argv: pytest.fail(f"typer parsed {argv}"))
+    a, b = map(str, SAMPLES[:2])
+    r1 = run_cli(capsys, "export", "-o", str(tmp_path / "one"), a, b)
+    r2 = run_cli(capsys, "export", a, f"--out={tmp_path / 'two'}", b)
+    assert r1.code == r2.code == 0 and r1.err == r2.err
+    assert sorted(p.name for p in (tmp_path / "one").glob("*.parquet")) == sorted(
+        p.name for p in (tmp_path / "two").glob("*.parquet")
+    )
+
+
+def test_export_missing_and_truncated(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    r, _ = both_exports(capsys, monkeypatch, tmp_path / "a", str(tmp_path / "nope.pcap"))
+    assert r.code == 2 and r.err.startswith("wiredump: ") and "nope.pcap" in r.err and r.err.count("\n") == 1
+    data = (ROOT / "samples" / "kafka-basic.pcap").read_bytes()
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(data[:-7])
+    r, _ = both_exports(capsys, monkeypatch, tmp_path / "b", str(cut))
+    assert r.code == 2 and "capture is truncated" in r.err and "Traceback" not in r.err
+
+
+def test_export_unwritable_directory(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`-o` under a regular file: one line, exit 2, by both ways (nothing is written)."""
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    sample = str(SAMPLES[0])
+    short = run_cli(capsys, "export", sample, "-o", str(blocker))
+    full = run_cli(capsys, "export", "--format", "parquet", sample, "-o", str(blocker))
+    assert short.code == full.code == 2 and short.err == full.err
+    assert short.err == f"wiredump: -o {blocker}: not a directory\n"
+
+
+def test_what_export_takes_the_short_way() -> None:
+    from wiredump.cli.exporting import plain_export
+
+    assert plain_export(["export", "a.pcap", "-o", "d"]) == (["a.pcap"], Path("d"))
+    assert plain_export(["export", "--out", "d", "a.pcap", "b.pcap"]) == (["a.pcap", "b.pcap"], Path("d"))
+    assert plain_export(["export", "-", "--out=d"]) == (["-"], Path("d"))
+    assert plain_export(["export", "a.pcap"]) is None  # typer says -o is missing
+    assert plain_export(["export", "-o", "d"]) is None  # …and that a capture is
+    assert plain_export(["export", "a.pcap", "-o", "d", "--values"]) is None
+    assert plain_export(["export", "a.pcap", "-o", "d", "-o", "e"]) is None
+    assert plain_export(["export", "a.pcap", "-o"]) is None
+    assert plain_export(["export", "a.pcap", "-o", "--values"]) is None
+    assert plain_export(["timeline", "a.pcap", "-o", "d"]) is None
+
+
+def test_short_export_loads_no_framework(tmp_path: Path) -> None:
+    """In a fresh interpreter, `wiredump export X -o DIR` loads none of typer, rich, pydantic."""
+    code = (
+        "import sys\n"
+        "from wiredump.cli.entry import main\n"
+        f"main(['export', {str(ROOT / 'samples' / 'kafka-basic.pcap')!r}, '-o', {str(tmp_path)!r}])\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'typer', 'rich', 'pydantic', 'click'})\n"
+        "print('LOADED', heavy, file=sys.stderr)\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert "LOADED []" in p.stderr, p.stderr
+    assert (tmp_path / "frames.parquet").exists()

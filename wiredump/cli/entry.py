@@ -1,8 +1,8 @@
 """`wiredump`'s entry point: what every invocation goes through before the command line is parsed.
 
 `wiredump CAPTURE…` with no option into a pipe or file, the main job, runs the engine's plain
-timeline straight away (`plain.default_timeline`); everything else is parsed by typer
-(`app.dispatch`). Errors a user can cause (bad path, not a capture, bad option) end as one
+timeline straight away (`plain.default_timeline`), and `wiredump export CAPTURE… -o DIR` its
+export (`exporting.default_export`); everything else is parsed by typer (`app.dispatch`). Errors a user can cause (bad path, not a capture, bad option) end as one
 line on stderr and exit code 2, never a traceback.
 """
 
@@ -64,6 +64,16 @@ def main(argv: list[str] | None = None) -> None:
                 if code:
                     sys.exit(code)
                 return
+        if args[:1] == ["export"]:
+            from wiredump.cli.exporting import default_export, plain_export
+
+            plain = plain_export(args)
+            if plain is not None:
+                code = default_export(*plain)
+                if code is not None:
+                    if code:
+                        sys.exit(code)
+                    return
         from wiredump.cli.app import dispatch
 
         dispatch(args)

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, UsageError, app, make_options
-from wiredump.cli.source import Progress, Run, _record_hook
+from wiredump.cli.app import Captures, DecodeAs, UsageError, app, make_options
+from wiredump.cli.exporting import export_native, report, writable_dir
+from wiredump.cli.source import Progress, Run
 from wiredump.cli.timeline import ProgressOpt
 from wiredump.dissect.capture import open_capture
-from wiredump.dissect.pipeline import CaptureEnd, Options
+from wiredump.dissect.pipeline import Options
 from wiredump.dissect.workers import auto_workers
 
 FORMATS = ("parquet", "jsonl")
@@ -26,53 +26,6 @@ def _with_progress(paths: list[str], options: Options) -> Iterator[Any]:
     merge of the workers' tables that follows has no bar of its own).
     """
     return Run(paths, options, progress=True, times=False).events()
-
-
-def _export_native(
-    captures: list[str], out: Path, fmt: str, values: bool, options: Options, progress: bool
-) -> tuple[dict[str, int], list[CaptureEnd]]:
-    """The export's fast path on the native engine: the tables are built in Rust.
-
-    Each capture's records go from the engine into the Rust table builders and leave as
-    record batches the writers write (`TableSet.add_native`): the files are those the event
-    path makes, with no Python object per frame.
-    """
-    from wiredump.dissect.pipeline import open_source
-    from wiredump.dissect.tables import TableSet
-
-    run = Run(captures, options, progress=progress and Progress.wanted(), times=False)
-    ends: list[CaptureEnd] = []
-    try:
-        tables = TableSet(out, fmt=fmt, values=values)
-        try:
-            for path, size in zip(run.paths, run.sizes, strict=True):
-                dissector = open_source(path, options)
-                if run.progress.enabled:
-                    dissector.on_record = _record_hook(dissector, run.progress, None)
-                ends.append(tables.add_native(dissector))
-                run.progress.finish_file(size)
-        finally:
-            run.progress.close()
-            counts = tables.close()
-    except OSError as e:  # the disk filled up, the directory went away…
-        raise UsageError(f"{e.filename or out}: {e.strerror or e}") from None
-    return counts, ends
-
-
-def writable_dir(out: Path) -> None:
-    """Make `out` (and its parents) and prove a file can be written there, before any decoding.
-
-    A path under a regular file, a read-only file system, `/proc/…`: one line, exit 2,
-    instead of a traceback after minutes of work.
-    """
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"-o {out}: not a directory")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=out):
-            pass
-    except OSError as e:
-        raise UsageError(f"cannot write to -o {out}: {e.strerror or e}") from None
 
 
 @app.command(
@@ -123,10 +76,7 @@ def export(
         except OSError as e:
             raise UsageError(f"{e.filename or out}: {e.strerror or e}") from None
     else:
-        counts, ends = _export_native(list(captures), out, fmt, values, options, progress)
-    typer.echo(", ".join(f"{n}: {c}" for n, c in counts.items()), err=True)
-    truncated = [e for e in ends if e.truncated]
-    for t in truncated:
-        typer.echo(f"wiredump: {t.name}: capture is truncated: {t.truncated}", err=True)
-    if truncated:
-        raise typer.Exit(EXIT_INPUT)
+        counts, ends = export_native(list(captures), out, fmt, values, options, progress)
+    code = report(counts, ends)
+    if code:
+        raise typer.Exit(code)
