@@ -34,6 +34,8 @@ pub mod pipeline;
 pub mod trial;
 // The plain text timeline rendered from the records (the default command's fast path).
 pub mod timeline;
+// The tables' `detail` text: decoded fields as the JSON the Python reference writes.
+pub mod detail_json;
 // The output tables as Arrow record batches, columns from `wiredump/tables.json` (the twin of
 // `tables.py`'s `TableBuilder`).
 #[cfg(feature = "arrow")]

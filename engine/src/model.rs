@@ -344,6 +344,11 @@ pub struct Frame {
     pub error: Option<Cow<'static, str>>,
     pub summary: String,
     pub fields: Fields,
+    /// The `detail` JSON text of the `body` field, made in place of its tree when only the
+    /// tables read the frame ([`crate::protocol::SessionOptions::detail_text`]): `fields`
+    /// then holds `body` as a null placeholder at its place, which the frames row fills with
+    /// this text ([`crate::detail_json::write_frame_json`]). None otherwise.
+    pub body_text: Option<String>,
     pub messages: Vec<Message>,
     pub anomalies: Vec<Anomaly>,
     pub context: Option<Box<dyn Any>>,
@@ -450,6 +455,7 @@ impl Frame {
             released: false,
             messages_counted: 0,
             flagged: Vec::new(),
+            body_text: None,
         }
     }
 

@@ -407,6 +407,7 @@ impl Capture {
             detail: opts.detail,
             values: opts.values,
             observe: false,
+            detail_text: false,
         };
         let observe_opts = SessionOptions {
             observe: true,
@@ -1035,6 +1036,25 @@ pub struct Dissection {
 }
 
 impl Dissection {
+    /// Lets the decoders write bodies' `detail` text instead of their field trees
+    /// ([`SessionOptions::detail_text`]): for a run whose frames only the table builders read.
+    /// Takes effect only before any connection has its session (each holds the options it was
+    /// made with); returns whether it did.
+    pub fn text_detail(&mut self) -> bool {
+        let cap = &mut self.cap;
+        match (
+            Rc::get_mut(&mut cap.session_opts),
+            Rc::get_mut(&mut cap.observe_opts),
+        ) {
+            (Some(s), Some(o)) => {
+                s.detail_text = s.detail;
+                o.detail_text = o.detail;
+                true
+            }
+            _ => false,
+        }
+    }
+
     pub fn new(
         reader: CaptureReader,
         opts: Options,

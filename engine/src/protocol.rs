@@ -51,6 +51,12 @@ pub struct SessionOptions {
     /// Framing a connection another worker decodes: learn run state, return no frames
     /// (see [`Protocol::shares_run_state`]).
     pub observe: bool,
+    /// Only the table builders read the frames (the export): a decoder may write a body's
+    /// `detail` JSON text straight from what it walked ([`crate::model::Frame::body_text`])
+    /// instead of making its field tree, which nothing else would read. Set by the tables'
+    /// feed before the first packet ([`crate::pipeline::Dissection::text_detail`]), never
+    /// where frames reach Python.
+    pub detail_text: bool,
 }
 
 impl Default for SessionOptions {
@@ -61,6 +67,7 @@ impl Default for SessionOptions {
             detail: true,
             values: true,
             observe: false,
+            detail_text: false,
         }
     }
 }

@@ -99,6 +99,7 @@ fn scratch_context(protocol: &'static str) -> ConnCtx {
             detail: true,
             values: true,
             observe: false,
+            detail_text: false,
         }),
         run_state: Rc::new(RefCell::new(RunState::default())),
         reports: Vec::new(),

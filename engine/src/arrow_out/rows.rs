@@ -9,8 +9,8 @@ use super::columns::{
     AnomaliesColumns, ConnectionsColumns, ExchangesColumns, FramesColumns, HeadersBuilder,
     MessagesColumns, PartitionsColumns,
 };
-use super::detail::write_fields_json;
 use super::ROW_OVERHEAD;
+use crate::detail_json::{write_fields_json, write_frame_json};
 use std::rc::Rc;
 
 use crate::model::{Anomaly, ConnectionSummary, Exchange, Fields, Frame, Message, TopicPartition};
@@ -45,7 +45,7 @@ fn headers(b: &mut HeadersBuilder, h: Option<&Headers>) {
 /// A frames row; returns its estimated size (`ROW_OVERHEAD + len(detail) + len(summary)`).
 /// `detail` is a scratch buffer for the JSON text, reused from row to row.
 pub fn frame(c: &mut FramesColumns, capture: &str, f: &Frame, detail: &mut String) -> usize {
-    write_fields_json(detail, &f.fields);
+    write_frame_json(detail, &f.fields, f.body_text.as_deref());
     let detail = detail.as_str();
     let size = ROW_OVERHEAD + chars(detail) + chars(&f.summary);
     c.capture.append_value(capture);

@@ -12,6 +12,8 @@
 //! Topic ids are shown as the name the run learnt for them ([`TopicNames`], taught by
 //! Metadata-like responses on any connection of the capture before this frame), else as the id.
 
+use super::body::{uuid_string, Field as BField, Name, Node, Value as BValue};
+use super::recordsets::Decoded;
 use super::schema;
 use super::topics::TopicNames;
 use crate::model::{Fields, TopicPartition, Value};
@@ -97,6 +99,11 @@ fn records(p: &Fields) -> (Option<i64>, Option<i64>) {
     let Some(Value::Map(rs)) = p.get("records") else {
         return (None, None);
     };
+    records_of(rs)
+}
+
+/// (records carried, first offset among them) of a record set's decode.
+fn records_of(rs: &Fields) -> (Option<i64>, Option<i64>) {
     let count = int(rs.get("record_count"));
     let first = match rs.get("batches") {
         Some(Value::List(batches)) => match batches.first() {
@@ -224,6 +231,208 @@ pub fn of_body(
     let mut out = Vec::new();
     collect(body, w, names, response, &mut out);
     (!out.is_empty()).then_some(out)
+}
+
+/// As [`of_body`] on `convert(tree, sets)` (the frame's `body`), read from the walked tree
+/// itself: the export writes a body's text without making its tree
+/// ([`super::fields::write_json`]), and its partitions rows come from here. Each lookup is
+/// the converted tree's: a name's last value, UUIDs and masked values as their text, a record
+/// set as its decode in `sets`.
+pub fn of_tree(
+    api_key: i64,
+    response: bool,
+    tree: &[BField<'_>],
+    sets: &Decoded,
+    names: &TopicNames,
+) -> Option<Vec<TopicPartition>> {
+    let w = walk_of(api_key, response)?;
+    let mut out = Vec::new();
+    collect_tree(tree, w, sets, names, response, &mut out);
+    (!out.is_empty()).then_some(out)
+}
+
+/// A struct's field by name: its last value (`convert` keeps the last of a repeated name).
+fn get<'x, 'a>(fields: &'x [BField<'a>], key: &str) -> Option<&'x Node<'a>> {
+    fields.iter().rev().find_map(|f| {
+        let same = match &f.name {
+            Name::Field(n) => *n == key,
+            Name::Tag(t) => key == t.to_string(),
+        };
+        same.then_some(&f.node)
+    })
+}
+
+/// `int` of the converted value.
+fn int_node(n: Option<&Node<'_>>) -> Option<i64> {
+    match n?.value {
+        BValue::Int(i) => Some(i),
+        _ => None,
+    }
+}
+
+/// The converted value when it is a string (`Value::Str`): text, UUID or masked secret.
+fn text_node(n: Option<&Node<'_>>) -> Option<String> {
+    match &n?.value {
+        BValue::Str(s) => Some(s.to_string()),
+        BValue::Uuid(u) => Some(uuid_string(u)),
+        BValue::Masked(len) => Some(format!("<{len} bytes masked>")),
+        _ => None,
+    }
+}
+
+fn topic_name_tree(t: &[BField<'_>], names: &TopicNames) -> Option<String> {
+    for k in TOPIC_KEYS {
+        if let Some(s) = text_node(get(t, k)) {
+            return Some(s);
+        }
+    }
+    let id = text_node(get(t, TOPIC_ID))?;
+    // An empty learnt name is falsy in the reference (`name_of(id) or id`).
+    Some(
+        names
+            .name_of(&id)
+            .filter(|n| !n.is_empty())
+            .map_or(id.clone(), str::to_owned),
+    )
+}
+
+/// [`records`] of the converted `records` field.
+fn records_tree(p: &[BField<'_>], sets: &Decoded) -> (Option<i64>, Option<i64>) {
+    let Some(n) = get(p, "records") else {
+        return (None, None);
+    };
+    match &n.value {
+        BValue::Records { .. } => match sets.get(n.start) {
+            Some(Value::Map(rs)) => records_of(rs),
+            _ => (None, None), // none decoded: `{"size": n}` has neither
+        },
+        BValue::Struct(rs) => {
+            let count = int_node(get(rs, "record_count"));
+            let first = match get(rs, "batches").map(|b| &b.value) {
+                Some(BValue::Array(batches)) => match batches.first().map(|b| &b.value) {
+                    Some(BValue::Struct(b)) => {
+                        int_node(get(b, "base_offset")).or_else(|| int_node(get(b, "offset")))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            };
+            (count, first)
+        }
+        _ => (None, None),
+    }
+}
+
+fn partition_row_tree(
+    topic: &Option<String>,
+    t_error: Option<i64>,
+    p: &[BField<'_>],
+    sets: &Decoded,
+    pa: &PartitionArray,
+    response: bool,
+) -> TopicPartition {
+    let partition = pa.index.iter().find_map(|k| int_node(get(p, k)));
+    let code = int_node(get(p, "error_code")).or(t_error);
+    let mut offset = pa
+        .offsets
+        .iter()
+        .find_map(|k| int_node(get(p, k)))
+        .map(i128::from);
+    let mut count = None;
+    if pa.records {
+        let (c, first) = records_tree(p, sets);
+        count = c;
+        if offset.is_none() && response {
+            offset = first.map(i128::from);
+        }
+    }
+    TopicPartition {
+        topic: topic.clone(),
+        partition,
+        error_code: code,
+        error: error_of(code),
+        offset,
+        high_watermark: int_node(get(p, "high_watermark")).map(i128::from),
+        log_start_offset: int_node(get(p, "log_start_offset")).map(i128::from),
+        records: count,
+    }
+}
+
+/// [`collect`] over the walked tree.
+fn collect_tree(
+    body: &[BField<'_>],
+    w: &Walk,
+    sets: &Decoded,
+    names: &TopicNames,
+    response: bool,
+    out: &mut Vec<TopicPartition>,
+) {
+    for (field, parrays) in w.topics {
+        let Some(BValue::Array(arr)) = get(body, field).map(|n| &n.value) else {
+            continue;
+        };
+        for t in arr {
+            let BValue::Struct(t) = &t.value else {
+                continue;
+            };
+            let topic = topic_name_tree(t, names);
+            let t_error = int_node(get(t, "error_code"));
+            let n = out.len();
+            for pa in *parrays {
+                let Some(BValue::Array(parts)) = get(t, pa.field).map(|n| &n.value) else {
+                    continue;
+                };
+                for p in parts {
+                    match &p.value {
+                        BValue::Struct(p) if pa.is_struct => {
+                            out.push(partition_row_tree(&topic, t_error, p, sets, pa, response));
+                        }
+                        _ if !pa.is_struct => {
+                            if let Some(i) = int_node(Some(p)) {
+                                out.push(TopicPartition {
+                                    topic: topic.clone(),
+                                    partition: Some(i),
+                                    error_code: t_error,
+                                    error: error_of(t_error),
+                                    ..TopicPartition::default()
+                                });
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            if out.len() == n {
+                // No partitions listed: the topic's own result.
+                out.push(TopicPartition {
+                    topic,
+                    error_code: t_error,
+                    error: error_of(t_error),
+                    ..TopicPartition::default()
+                });
+            }
+        }
+    }
+    for (field, sub) in w.descend {
+        match get(body, field).map(|n| &n.value) {
+            Some(BValue::Struct(v)) => collect_tree(v, sub, sets, names, response, out),
+            Some(BValue::Array(items)) => {
+                for item in items {
+                    if let BValue::Struct(item) = &item.value {
+                        collect_tree(item, sub, sets, names, response, out);
+                    }
+                }
+            }
+            Some(BValue::Records { .. }) => {
+                // A record set's decode is a map too (`{size, batches, …}`), as the converted
+                // tree holds it; no walk descends into one, but the converted tree would.
+                if let Some(Value::Map(v)) = get(body, field).and_then(|n| sets.get(n.start)) {
+                    collect(v, sub, names, response, out);
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 #[cfg(test)]

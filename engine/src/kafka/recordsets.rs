@@ -72,7 +72,7 @@ impl Decoded {
         self.sets.binary_search_by_key(&start, |s| s.0).ok()
     }
 
-    fn insert(&mut self, start: usize, value: Value, count: i64) {
+    pub(crate) fn insert(&mut self, start: usize, value: Value, count: i64) {
         match self.at(start) {
             Some(i) => self.sets[i] = (start, Some(value), count),
             None => {
@@ -84,6 +84,11 @@ impl Decoded {
 
     pub fn record_count(&self, start: usize) -> i64 {
         self.at(start).map_or(0, |i| self.sets[i].2)
+    }
+
+    /// The decode of the record set at `start` (None when there is none or it was taken).
+    pub fn get(&self, start: usize) -> Option<&Value> {
+        self.at(start).and_then(|i| self.sets[i].1.as_ref())
     }
 
     /// The decode of the record set at `start`, taken (None when there is none or it was

@@ -121,6 +121,9 @@ pub struct KafkaSession {
     detail: bool,
     /// Keep messages' values (see [`SessionOptions::values`]).
     values: bool,
+    /// Write bodies' `detail` text rather than their trees (see
+    /// [`SessionOptions::detail_text`]).
+    detail_text: bool,
     /// Framing a connection another worker decodes: the state is kept exactly as when
     /// decoding; records are not read and no frame is returned.
     observe: bool,
@@ -164,6 +167,7 @@ impl KafkaSession {
             messages: ctx.options.messages,
             detail: ctx.options.detail,
             values: ctx.options.values,
+            detail_text: ctx.options.detail_text,
             observe: ctx.options.observe,
             synced: [false, false],
             raw_auth: None,
@@ -192,6 +196,23 @@ impl KafkaSession {
         tree: &[BField<'_>],
         sets: &mut recordsets::Decoded,
     ) {
+        // The export's frames are read only for their tables: the body's text and partitions
+        // are made from the walked tree, and the `body` placeholder `body()` set stays null.
+        // Not for a JoinGroup or SyncGroup request, whose response reads `protocol_type` from
+        // the request's body; nor past orjson's depth (never, with the walker's own limit).
+        let text = self.detail_text && (response || !matches!(api_key, 11 | 14));
+        if text && f.fields.get("body").is_some() {
+            // About twice the body's bytes (names and quotes around each value), so that the
+            // text is seldom copied to a larger buffer while it is written.
+            let read = fields::bytes_read(tree);
+            let mut out = String::with_capacity((2 * read + 128).min(1 << 16));
+            if fields::write_json(&mut out, tree, sets, 2).is_ok() {
+                f.body_text = Some(out);
+                let names = self.topics.borrow();
+                f.partitions = partitions::of_tree(api_key.into(), response, tree, sets, &names);
+                return;
+            }
+        }
         let converted = fields::convert(tree, sets);
         f.fields.set("body", Value::Map(converted));
         self.partitions(f, api_key, response);

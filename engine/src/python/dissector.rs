@@ -591,6 +591,9 @@ impl TableFeed {
         py: Python<'_>,
         dissector: &Bound<'_, Dissector>,
     ) -> PyResult<Option<Batches>> {
+        // Only the builders read this dissector's frames: bodies may come as their text
+        // (a no-op once a connection has its session, so the first call decides).
+        dissector.borrow_mut().run.text_detail();
         loop {
             let mut sink = Tables {
                 set: &mut self.set,

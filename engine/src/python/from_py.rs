@@ -22,7 +22,7 @@ use pyo3::types::{
     PyString, PyTuple,
 };
 
-use crate::arrow_out::detail::orjson_float;
+use crate::detail_json::orjson_float;
 use crate::model::{
     Anomaly, ConnectionSummary, Direction, Exchange, ExchangeStatus, Field, Fields, Frame, Kind,
     Message, Role, Status, TopicPartition, Value,

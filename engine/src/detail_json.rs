@@ -30,7 +30,9 @@ enum Style {
     Json,
 }
 
-struct TooDeep;
+/// The text would nest deeper than orjson writes ([`ORJSON_MAX_DEPTH`]).
+#[derive(Debug)]
+pub struct TooDeep;
 
 /// The JSON text of a decode, as the reference's `to_json` gives it.
 pub fn fields_json(fields: &Fields) -> String {
@@ -41,11 +43,21 @@ pub fn fields_json(fields: &Fields) -> String {
 
 /// As [`fields_json`], into `out` (cleared first): the table builders reuse one buffer.
 pub fn write_fields_json(out: &mut String, fields: &Fields) {
+    write_frame_json(out, fields, None);
+}
+
+/// A frame's `detail`: as [`write_fields_json`], with the top-level `body` field's value given
+/// as its text (`body`, see [`crate::model::Frame::body_text`]) where the frame has one.
+///
+/// The body's text was written as orjson writes it, at the depth it has here (2), and only when
+/// it fits orjson's depth limit there; the frame's other fields are shallow, so the frame as a
+/// whole never falls back to `json.dumps` with a body text (which would then be orjson's).
+pub fn write_frame_json(out: &mut String, fields: &Fields, body: Option<&str>) {
     out.clear();
-    if write_fields(out, fields, Style::Orjson, 1).is_err() {
+    if write_fields(out, fields, Style::Orjson, 1, body).is_err() {
         out.clear();
         // json.dumps has no depth limit of its own below Python's recursion limit.
-        let _ = write_fields(out, fields, Style::Json, 1);
+        let _ = write_fields(out, fields, Style::Json, 1, body);
     }
 }
 
@@ -54,6 +66,7 @@ fn write_fields(
     fields: &Fields,
     style: Style,
     depth: usize,
+    body: Option<&str>,
 ) -> Result<(), TooDeep> {
     if style == Style::Orjson && depth > ORJSON_MAX_DEPTH {
         return Err(TooDeep);
@@ -65,10 +78,28 @@ fn write_fields(
         }
         write_str(out, &f.name);
         out.push(':');
-        write_value(out, &f.value, style, depth)?;
+        match body {
+            Some(text) if f.name == "body" => out.push_str(text),
+            _ => write_value(out, &f.value, style, depth)?,
+        }
     }
     out.push('}');
     Ok(())
+}
+
+/// An integer in decimal.
+pub fn write_int(out: &mut String, i: i64) {
+    out.push_str(itoa::Buffer::new().format(i));
+}
+
+/// A float as orjson writes it.
+pub fn write_float_orjson(out: &mut String, x: f64) {
+    write_float(out, x, Style::Orjson);
+}
+
+/// A value as orjson writes it at `depth` (that of the object or array holding it).
+pub fn write_value_orjson(out: &mut String, v: &Value, depth: usize) -> Result<(), TooDeep> {
+    write_value(out, v, Style::Orjson, depth)
 }
 
 fn write_value(out: &mut String, v: &Value, style: Style, depth: usize) -> Result<(), TooDeep> {
@@ -99,7 +130,7 @@ fn write_value(out: &mut String, v: &Value, style: Style, depth: usize) -> Resul
             }
             out.push(']');
         }
-        Value::Map(m) => write_fields(out, m, style, depth + 1)?,
+        Value::Map(m) => write_fields(out, m, style, depth + 1, None)?,
     }
     Ok(())
 }
@@ -175,7 +206,8 @@ fn write_u64(out: &mut String, v: u64) {
     out.push_str(itoa::Buffer::new().format(v));
 }
 
-fn write_hex(out: &mut String, b: &[u8]) {
+/// Bytes as lower-case hex, cut after [`MAX_DETAIL_BYTES`].
+pub fn write_hex(out: &mut String, b: &[u8]) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let shown = &b[..b.len().min(MAX_DETAIL_BYTES)];
     out.reserve(shown.len() * 2 + 24);
