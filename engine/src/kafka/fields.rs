@@ -5,8 +5,9 @@
 
 use std::borrow::Cow;
 
+use super::body::MAX_DEPTH;
 use super::body::{uuid_string, Field as BField, Name, Node, Value as BValue};
-use super::recordsets::Decoded;
+use super::recordsets::{Decoded, SetDecode};
 use crate::detail_json::{
     write_float_orjson, write_hex, write_int, write_str, write_value_orjson, TooDeep,
     ORJSON_MAX_DEPTH,
@@ -66,6 +67,16 @@ pub fn value(n: &Node<'_>, sets: &mut Decoded) -> Value {
         },
     }
 }
+
+/// How deep a frame's `detail` nests at most when its body is text: the frame's object (1) and
+/// the body's (2); two levels (a struct in an array) for each struct the walker enters, which
+/// it refuses past [`MAX_DEPTH`]; a record set's value (its map, its batch list, a batch, a
+/// control record list and map, 5) and a control record's value walked the same way again.
+pub const TEXT_DEPTH_BOUND: usize = 2 + 2 * (MAX_DEPTH + 1) + 5 + 2 * (MAX_DEPTH + 1);
+
+// A body written as text never reaches orjson's limit: its record sets' text is written before
+// the body's depth is known, without a check of its own.
+const _: () = assert!(TEXT_DEPTH_BOUND < ORJSON_MAX_DEPTH);
 
 /// The `detail` JSON text of `convert(fields, sets)` at `depth` (the depth of the object it
 /// is: 2 for a frame's body), as `detail_json` writes the converted tree, byte for byte,
@@ -169,7 +180,8 @@ fn write_node(out: &mut String, n: &Node<'_>, sets: &Decoded, depth: usize) -> R
         }
         BValue::Struct(fields) => write_json(out, fields, sets, depth + 1)?,
         BValue::Records { size } => match sets.get(n.start) {
-            Some(v) => write_value_orjson(out, v, depth)?,
+            Some(SetDecode::Tree(v)) => write_value_orjson(out, v, depth)?,
+            Some(SetDecode::Text { json, .. }) => out.push_str(json),
             None => {
                 if depth + 1 > ORJSON_MAX_DEPTH {
                     return Err(TooDeep);
@@ -239,7 +251,7 @@ mod tests {
             .set("size", Value::Int(61))
             .set("record_count", Value::Int(2));
         let mut sets = Decoded::default();
-        sets.insert(10, Value::Map(decoded), 2);
+        sets.insert(10, SetDecode::Tree(Value::Map(decoded)), 2);
         let inner = vec![
             field("index", BValue::Int(-3), 5),
             field("records", BValue::Records { size: 61 }, 10),

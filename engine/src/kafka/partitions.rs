@@ -13,7 +13,7 @@
 //! Metadata-like responses on any connection of the capture before this frame), else as the id.
 
 use super::body::{uuid_string, Field as BField, Name, Node, Value as BValue};
-use super::recordsets::Decoded;
+use super::recordsets::{Decoded, SetDecode};
 use super::schema;
 use super::topics::TopicNames;
 use crate::model::{Fields, TopicPartition, Value};
@@ -303,7 +303,11 @@ fn records_tree(p: &[BField<'_>], sets: &Decoded) -> (Option<i64>, Option<i64>) 
     };
     match &n.value {
         BValue::Records { .. } => match sets.get(n.start) {
-            Some(Value::Map(rs)) => records_of(rs),
+            Some(SetDecode::Tree(Value::Map(rs))) => records_of(rs),
+            // The text's value holds `record_count` and its batches' first offset.
+            Some(SetDecode::Text { first_offset, .. }) => {
+                (Some(sets.record_count(n.start)), *first_offset)
+            }
             _ => (None, None), // none decoded: `{"size": n}` has neither
         },
         BValue::Struct(rs) => {
@@ -426,7 +430,8 @@ fn collect_tree(
             Some(BValue::Records { .. }) => {
                 // A record set's decode is a map too (`{size, batches, …}`), as the converted
                 // tree holds it; no walk descends into one, but the converted tree would.
-                if let Some(Value::Map(v)) = get(body, field).and_then(|n| sets.get(n.start)) {
+                let set = get(body, field).and_then(|n| sets.get(n.start));
+                if let Some(SetDecode::Tree(Value::Map(v))) = set {
                     collect(v, sub, names, response, out);
                 }
             }

@@ -1206,12 +1206,11 @@ fn crc32(data: &[u8]) -> u32 {
     h.sum()
 }
 
+/// Record sets built by hand, for the tests of this module and of `recordsets`.
 #[cfg(test)]
-mod tests {
-    use super::*;
-
+pub(crate) mod test_sets {
     /// A v2 batch with one record, built by hand (field by field, Kafka's layout).
-    fn batch(value: &[u8], attributes: i16) -> Vec<u8> {
+    pub(crate) fn batch(value: &[u8], attributes: i16) -> Vec<u8> {
         // Record: attributes 0, ts delta 0, offset delta 0, key null (-1 -> 0x01), value, 0 headers.
         let mut rec = vec![0u8, 0, 0, 1, (value.len() as u8) << 1];
         rec.extend_from_slice(value);
@@ -1238,6 +1237,12 @@ mod tests {
         b.extend(after_crc);
         b
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_sets::batch;
+    use super::*;
 
     #[test]
     fn one_record_batch_by_hand() {

@@ -15,6 +15,7 @@ use super::body::{uuid_string, Field as BField, Value as BValue};
 use super::records::{self, control_type_name, Control, Entry, RecordSet};
 use super::topics::{get, TopicNames};
 use crate::codecs::Limits;
+use crate::detail_json::{write_int, write_str};
 use crate::model::{Direction, Fields, Frame, Message, Status, Value};
 
 /// Frame-wide record counters (the reference's `stats` dict, keys in first-touch order);
@@ -64,7 +65,20 @@ impl FrameStats {
 #[derive(Default)]
 pub struct Decoded {
     /// Inline for one (the common case), so that a body with one record set allocates none.
-    sets: smallvec::SmallVec<[(usize, Option<Value>, i64); 1]>,
+    sets: smallvec::SmallVec<[(usize, Option<SetDecode>, i64); 1]>,
+}
+
+/// A record set's decode: the field value, or (the export, [`Hook::text`]) its `detail` text
+/// with what the partitions table reads of it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SetDecode {
+    Tree(Value),
+    Text {
+        /// The JSON text of the value [`set_value`] makes, as `detail_json` writes it.
+        json: String,
+        /// The value's first batch's `base_offset` (a legacy message's `offset`).
+        first_offset: Option<i64>,
+    },
 }
 
 impl Decoded {
@@ -72,7 +86,7 @@ impl Decoded {
         self.sets.binary_search_by_key(&start, |s| s.0).ok()
     }
 
-    pub(crate) fn insert(&mut self, start: usize, value: Value, count: i64) {
+    pub(crate) fn insert(&mut self, start: usize, value: SetDecode, count: i64) {
         match self.at(start) {
             Some(i) => self.sets[i] = (start, Some(value), count),
             None => {
@@ -87,15 +101,19 @@ impl Decoded {
     }
 
     /// The decode of the record set at `start` (None when there is none or it was taken).
-    pub fn get(&self, start: usize) -> Option<&Value> {
+    pub fn get(&self, start: usize) -> Option<&SetDecode> {
         self.at(start).and_then(|i| self.sets[i].1.as_ref())
     }
 
-    /// The decode of the record set at `start`, taken (None when there is none or it was
-    /// taken already).
+    /// The decode of the record set at `start` as a field value, taken (None when there is
+    /// none, it was taken already, or it was made as text: a body whose record sets are text is
+    /// written as text too, [`super::fields::write_json`], and never converted).
     pub fn take(&mut self, start: usize) -> Option<Value> {
         let i = self.at(start)?;
-        self.sets[i].1.take()
+        match self.sets[i].1.take()? {
+            SetDecode::Tree(v) => Some(v),
+            SetDecode::Text { .. } => None,
+        }
     }
 }
 
@@ -111,6 +129,9 @@ pub struct Hook<'s> {
     pub detail: bool,
     /// Keep each message's value bytes (false: measured, not copied).
     pub values: bool,
+    /// With `detail`: describe each record set as its `detail` text ([`SetDecode::Text`]),
+    /// for a body written as text (`SessionOptions::detail_text`).
+    pub text: bool,
     pub names: &'s TopicNames,
 }
 
@@ -175,10 +196,18 @@ pub fn read_into(
         }
         f.messages_counted += rs.counted;
         let count = rs.record_count;
-        let value = if hook.detail {
-            set_value(&rs)
+        let value = if hook.detail && hook.text {
+            let mut json = String::with_capacity(64 + 640 * rs.entries.len());
+            write_set_json(&mut json, &rs);
+            let first_offset = rs.entries.first().map(|e| match e {
+                Entry::V2(b) => b.base_offset,
+                Entry::Legacy(m) => m.offset,
+            });
+            SetDecode::Text { json, first_offset }
+        } else if hook.detail {
+            SetDecode::Tree(set_value(&rs))
         } else {
-            Value::Null
+            SetDecode::Tree(Value::Null)
         };
         if hook.messages {
             let partition = partition.map(|p| p as i32);
@@ -317,6 +346,90 @@ fn set_value(rs: &RecordSet<'_>) -> Value {
     }
     out.set("record_count", Value::Int(rs.record_count));
     Value::Map(out)
+}
+
+/// The `detail` text of [`set_value`]`(rs)`, as `detail_json` writes that value (orjson's
+/// layout; a record set's value is never deep enough for the fallback, see
+/// `fields::write_json`). Written without making the value: the export's hot path (a Produce
+/// request's record set is most of its `detail`). A batch with control records is made as a
+/// value and written as one (rare; exact by construction).
+pub fn write_set_json(out: &mut String, rs: &RecordSet<'_>) {
+    use crate::detail_json::write_value_orjson;
+    let int = |out: &mut String, key: &str, v: i64| {
+        out.push_str(key);
+        write_int(out, v);
+    };
+    out.push_str("{\"size\":");
+    write_int(out, rs.size as i64);
+    out.push_str(",\"batches\":[");
+    for (i, e) in rs.entries.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        match e {
+            Entry::V2(b) if b.control_records.is_none() => {
+                int(out, "{\"base_offset\":", b.base_offset);
+                int(out, ",\"batch_length\":", b.batch_length.into());
+                int(
+                    out,
+                    ",\"partition_leader_epoch\":",
+                    b.partition_leader_epoch.into(),
+                );
+                int(out, ",\"magic\":", b.magic.into());
+                int(out, ",\"crc\":", b.crc.into());
+                push_bool(out, ",\"crc_ok\":", b.crc_ok);
+                int(out, ",\"attributes\":", b.attributes.into());
+                push_compression(out, b.compression());
+                out.push_str(if b.attributes & 8 != 0 {
+                    ",\"timestamp_type\":\"LogAppendTime\""
+                } else {
+                    ",\"timestamp_type\":\"CreateTime\""
+                });
+                push_bool(out, ",\"is_transactional\":", b.attributes & 16 != 0);
+                push_bool(out, ",\"is_control\":", b.attributes & 32 != 0);
+                push_bool(out, ",\"has_delete_horizon\":", b.attributes & 64 != 0);
+                int(out, ",\"last_offset_delta\":", b.last_offset_delta.into());
+                int(out, ",\"base_timestamp\":", b.base_timestamp);
+                int(out, ",\"max_timestamp\":", b.max_timestamp);
+                int(out, ",\"producer_id\":", b.producer_id);
+                int(out, ",\"producer_epoch\":", b.producer_epoch.into());
+                int(out, ",\"base_sequence\":", b.base_sequence.into());
+                int(out, ",\"records_count\":", b.records_count.into());
+                int(out, ",\"record_count\":", b.record_count);
+                out.push('}');
+            }
+            _ => {
+                // The set's map is at depth 1 of this text, its list at 2, an entry's map at 3:
+                // only orjson's limit is checked here, and a record set never comes near it.
+                let _ = write_value_orjson(out, &entry(e), 2);
+            }
+        }
+    }
+    out.push(']');
+    if let Some(n) = rs.partial_trailing_bytes {
+        int(out, ",\"partial_trailing_bytes\":", n as i64);
+    }
+    if let Some(n) = rs.undecoded_bytes {
+        int(out, ",\"undecoded_bytes\":", n as i64);
+    }
+    if rs.unlisted != 0 {
+        int(out, ",\"batches_not_listed\":", rs.unlisted as i64);
+    }
+    int(out, ",\"record_count\":", rs.record_count);
+    out.push('}');
+}
+
+fn push_bool(out: &mut String, key: &str, v: bool) {
+    out.push_str(key);
+    out.push_str(if v { "true" } else { "false" });
+}
+
+fn push_compression(out: &mut String, c: Option<&str>) {
+    out.push_str(",\"compression\":");
+    match c {
+        Some(c) => write_str(out, c),
+        None => out.push_str("null"),
+    }
 }
 
 fn ts_type(log_append: bool) -> Value {
@@ -508,5 +621,66 @@ fn topic_keys(t: &[BField<'_>], names: &TopicNames) -> Vec<String> {
     match names.name_of(&id) {
         None => vec![id],
         Some(known) => vec![known.to_owned(), id],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::records::decode_record_set_listing;
+    use super::super::records::test_sets::batch;
+    use super::*;
+    use crate::detail_json::write_value_orjson;
+
+    /// The record set's text, and the text of its value as the tree path writes it.
+    fn both(data: &[u8], partial_ok: bool) -> (String, String) {
+        let rs = decode_record_set_listing(data, partial_ok, &mut Limits::default(), 0, 0, 0, true);
+        let mut text = String::new();
+        write_set_json(&mut text, &rs);
+        let mut want = String::new();
+        write_value_orjson(&mut want, &set_value(&rs), 1).expect("shallow");
+        (text, want)
+    }
+
+    #[test]
+    fn text_is_the_values_text() {
+        let plain = batch(b"hi", 0);
+        // Transactional, log-append time: the flags the text spells out.
+        let flagged = batch(b"v", 16 | 8);
+        let two = [plain.clone(), flagged.clone()].concat();
+        // A control batch (attributes: control | transactional): its entry carries
+        // `control_records` (its record's key is null here).
+        let mut control = batch(&[0, 0, 0, 0, 0, 0], 32 | 16);
+        let cases: Vec<(Vec<u8>, bool)> = vec![
+            (plain.clone(), false),
+            (flagged, false),
+            (two.clone(), false),
+            (two[..two.len() - 3].to_vec(), true), // a partial batch at the end
+            (plain[..20].to_vec(), false),         // cut inside the batch header
+            ([&plain[..16], &[9], &plain[17..]].concat(), false), // magic 9: undecodable
+            (std::mem::take(&mut control), false),
+            (Vec::new(), false),
+        ];
+        let mut seen = Vec::new();
+        for (i, (data, partial)) in cases.iter().enumerate() {
+            let (text, want) = both(data, *partial);
+            assert_eq!(text, want, "case {i}");
+            seen.push(text);
+        }
+        // Every optional part of the value is met by some case.
+        for key in [
+            "control_records",
+            "partial_trailing_bytes",
+            "undecoded_bytes",
+            "LogAppendTime",
+        ] {
+            assert!(seen.iter().any(|t| t.contains(key)), "{key}: {seen:?}");
+        }
+        // Checked by hand against Kafka's layout: the first batch's fields and flags.
+        let (text, _) = both(&plain, false);
+        assert!(text.starts_with("{\"size\":"), "{text}");
+        assert!(text.contains("\"base_offset\":42,"), "{text}");
+        assert!(text.contains("\"magic\":2,"), "{text}");
+        assert!(text.contains("\"timestamp_type\":\"CreateTime\",\"is_transactional\":false"));
+        assert!(text.ends_with(",\"record_count\":1}"), "{text}");
     }
 }

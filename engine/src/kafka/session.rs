@@ -25,6 +25,7 @@ use super::topics::{can_teach, get, TopicNames, Topics, RUN_KEY};
 use super::{embedded, header, partitions, summary};
 use crate::codecs::ELEMENT_LIMIT;
 use crate::correlation::Key;
+use crate::framing::INTERNAL_ERROR;
 use smallvec::smallvec;
 
 use crate::model::{
@@ -206,12 +207,20 @@ impl KafkaSession {
             // text is seldom copied to a larger buffer while it is written.
             let read = fields::bytes_read(tree);
             let mut out = String::with_capacity((2 * read + 128).min(1 << 16));
-            if fields::write_json(&mut out, tree, sets, 2).is_ok() {
-                f.body_text = Some(out);
-                let names = self.topics.borrow();
-                f.partitions = partitions::of_tree(api_key.into(), response, tree, sets, &names);
-                return;
+            match fields::write_json(&mut out, tree, sets, 2) {
+                Ok(()) => f.body_text = Some(out),
+                // Unreachable: the walker's depth limit keeps a body far from orjson's
+                // (`fields::TEXT_DEPTH_BOUND`); were it not, the body is left out and said so
+                // (its record sets were made as text, so no tree can be made of it here).
+                Err(_) => f.add(Anomaly::new(
+                    INTERNAL_ERROR,
+                    "internal error: the body's detail nests deeper than its JSON text may; \
+                     left out",
+                )),
             }
+            let names = self.topics.borrow();
+            f.partitions = partitions::of_tree(api_key.into(), response, tree, sets, &names);
+            return;
         }
         let converted = fields::convert(tree, sets);
         f.fields.set("body", Value::Map(converted));
@@ -823,6 +832,9 @@ impl KafkaSession {
                 messages: self.messages,
                 detail: self.detail,
                 values: self.values,
+                // `keep_body` writes this body as text (not for a JoinGroup or SyncGroup
+                // request, which holds no record set).
+                text: self.detail_text,
                 names,
             };
             recordsets::read_into(
