@@ -6,21 +6,27 @@
 //! of a connection another share decodes: `SessionOptions::observe`, which reads Produce's acks
 //! without walking the body and only the responses that can teach topic names), so both paths are
 //! fuzzed from the same inputs; three more bits turn off messages, field trees and message values
-//! (the plain timeline's and the export's lean decoding).
+//! (the plain timeline's and the export's lean decoding). A fifth bit decodes the input twice,
+//! with and without `SessionOptions::detail_text` (the export's bodies written as text straight
+//! from the walked tree): every frame's `detail` text and partitions must be the same both ways.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use std::rc::Rc;
+use wiredump_engine::detail_json::write_frame_json;
 use wiredump_engine::kafka::Kafka;
-use wiredump_engine::model::{Fields, Role, Value};
+use wiredump_engine::model::{Fields, Role, TopicPartition, Value};
 use wiredump_engine::protocol::{ConnCtx, FrameLen, SessionOptions};
 use wiredump_engine::replay::{Replay, Stamp};
 
 fn spans_inside(f: &Fields, len: u64) {
     for fl in &f.0 {
         if let Some(s) = fl.span {
-            assert!(s.start <= s.end && u64::from(s.end) <= len, "span {s:?} outside {len}");
+            assert!(
+                s.start <= s.end && u64::from(s.end) <= len,
+                "span {s:?} outside {len}"
+            );
         }
         if let Value::Map(m) = &fl.value {
             spans_inside(m, len);
@@ -28,7 +34,10 @@ fn spans_inside(f: &Fields, len: u64) {
     }
 }
 
-fn drive(r: &mut Replay, buf: &mut Vec<u8>, role: Role, packet: u64) {
+/// What the differential mode compares of each frame: its `detail` text and partitions.
+type Seen = Vec<(String, Option<Vec<TopicPartition>>)>;
+
+fn drive(r: &mut Replay, buf: &mut Vec<u8>, role: Role, packet: u64, seen: &mut Seen) {
     // At most a few rounds per chunk: each either consumes bytes or stops.
     for _ in 0..64 {
         if buf.is_empty() {
@@ -67,6 +76,9 @@ fn drive(r: &mut Replay, buf: &mut Vec<u8>, role: Role, packet: u64) {
                 for f in r.decode(&buf[..n], role, true, stamp) {
                     let f = f.borrow();
                     spans_inside(&f.fields, n as u64);
+                    let mut text = String::new();
+                    write_frame_json(&mut text, &f.fields, f.body_text.as_deref());
+                    seen.push((text, f.partitions.clone()));
                 }
                 buf.drain(..n);
             }
@@ -74,21 +86,24 @@ fn drive(r: &mut Replay, buf: &mut Vec<u8>, role: Role, packet: u64) {
     }
 }
 
-fuzz_target!(|data: &[u8]| {
+fn run(data: &[u8], text: bool) -> Seen {
     let kafka = Kafka;
     let mut ctx = ConnCtx::standalone("kafka", 1);
     // The first byte's high bits choose the run's options: observe (0x80), and the lean ones the
     // plain timeline and the export run with: no messages (0x40), no field trees (0x20), no
-    // message values (0x10).
+    // message values (0x10); 0x08 runs the input a second time with `text` (the fuzz target).
     let first = data.first().copied().unwrap_or(0);
+    let detail = first & 0x20 == 0;
     ctx.options = Rc::new(SessionOptions {
         observe: first & 0x80 != 0,
         messages: first & 0x40 == 0,
-        detail: first & 0x20 == 0,
+        detail,
         values: first & 0x10 == 0,
+        detail_text: text && detail,
         ..SessionOptions::default()
     });
     let mut r = Replay::new(&kafka, ctx);
+    let mut seen = Seen::new();
     let mut bufs = [Vec::new(), Vec::new()];
     let mut pos = 0;
     let mut packet = 0;
@@ -96,13 +111,17 @@ fuzz_target!(|data: &[u8]| {
     while pos < data.len() {
         let head = data[pos];
         pos += 1;
-        let role = if head & 1 == 0 { Role::Client } else { Role::Server };
+        let role = if head & 1 == 0 {
+            Role::Client
+        } else {
+            Role::Server
+        };
         let len = (usize::from(head >> 1) * 3 + 1).min(data.len() - pos);
         let i = usize::from(head & 1);
         bufs[i].extend_from_slice(&data[pos..pos + len]);
         pos += len;
         packet += 1;
-        drive(&mut r, &mut bufs[i], role, packet);
+        drive(&mut r, &mut bufs[i], role, packet, &mut seen);
     }
     for (i, role) in [(0, Role::Client), (1, Role::Server)] {
         if !bufs[i].is_empty() {
@@ -111,8 +130,27 @@ fuzz_target!(|data: &[u8]| {
                 first_packet: packet,
                 ts_us: 0,
             };
-            r.decode(&bufs[i], role, false, stamp);
+            for f in r.decode(&bufs[i], role, false, stamp) {
+                let f = f.borrow();
+                let mut text = String::new();
+                write_frame_json(&mut text, &f.fields, f.body_text.as_deref());
+                seen.push((text, f.partitions.clone()));
+            }
         }
     }
     r.close(Stamp::default());
+    seen
+}
+
+fuzz_target!(|data: &[u8]| {
+    let first = data.first().copied().unwrap_or(0);
+    let trees = run(data, false);
+    if first & 0x08 != 0 {
+        // The export's text must be the tree's text, frame for frame.
+        let texts = run(data, true);
+        assert_eq!(texts.len(), trees.len());
+        for (t, w) in texts.iter().zip(&trees) {
+            assert_eq!(t, w);
+        }
+    }
 });
