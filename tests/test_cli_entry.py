@@ -9,6 +9,7 @@ sends it through the parser, and `--no-progress` changes nothing where stderr is
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -26,9 +27,8 @@ def test_samples_are_found() -> None:
     assert len(SAMPLES) == 4, SAMPLES
 
 
-def both(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *paths: str) -> Result:
-    """`wiredump PATHS…` by the short way and by typer; asserts they agree and that the short way
-    was taken (typer's parser was never called); returns its result."""
+def parses(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The command lines typer's parser is given from now on (`app.dispatch`, which still runs)."""
     from wiredump.cli import app
 
     parsed: list[list[str]] = []
@@ -39,6 +39,13 @@ def both(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *p
         real(args)
 
     monkeypatch.setattr(app, "dispatch", counting)
+    return parsed
+
+
+def both(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *paths: str) -> Result:
+    """`wiredump PATHS…` by the short way and by typer; asserts they agree and that the short way
+    was taken (typer's parser was never called); returns its result."""
+    parsed = parses(monkeypatch)
     short = run_cli(capsys, *paths)
     assert parsed == [], "the plain timeline went through typer"
     full = run_cli(capsys, "timeline", "--no-progress", *paths)
@@ -151,18 +158,27 @@ def test_python_renderer_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
     assert plain.default_timeline(["/nonexistent.pcap"]) is None
 
 
-def test_short_way_loads_no_framework() -> None:
-    """In a fresh interpreter, `wiredump X > pipe` loads none of typer, rich, pydantic, pyarrow."""
+def loaded_by(args: list[str], heavy: set[str]) -> tuple[list[str], str]:
+    """`wiredump ARGS…` in a fresh interpreter: which of the `heavy` packages it loaded, its stdout."""
     code = (
         "import sys\n"
         "from wiredump.cli.entry import main\n"
-        f"main([{str(ROOT / 'samples' / 'kafka-basic.pcap')!r}])\n"
-        "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'typer', 'rich', 'pydantic', 'pyarrow', 'click'})\n"
-        "print('LOADED', heavy, file=sys.stderr)\n"
+        f"main({args!r})\n"
+        f"heavy = sorted({{m.split('.')[0] for m in sys.modules}} & set({sorted(heavy)!r}))\n"
+        "import json; print('LOADED', json.dumps(heavy), file=sys.stderr)\n"
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    assert "LOADED []" in p.stderr, p.stderr
-    assert "ApiVersions v4 id=1" in p.stdout.splitlines()[0]
+    line = next(x for x in p.stderr.splitlines() if x.startswith("LOADED "))
+    return json.loads(line[len("LOADED ") :]), p.stdout
+
+
+def test_short_way_loads_no_framework() -> None:
+    """In a fresh interpreter, `wiredump X > pipe` loads none of typer, rich, pydantic, pyarrow."""
+    heavy, out = loaded_by(
+        [str(ROOT / "samples" / "kafka-basic.pcap")], {"typer", "rich", "pydantic", "pyarrow", "click"}
+    )
+    assert heavy == []
+    assert "ApiVersions v4 id=1" in out.splitlines()[0]
 
 
 # -- `wiredump export CAPTURE… -o DIR` ----------------------------------------------------------
@@ -177,16 +193,7 @@ def both_exports(
     back equal). Returns the short way's result and directory."""
     import pyarrow.parquet as pq
 
-    from wiredump.cli import app
-
-    parsed: list[list[str]] = []
-    real = app.dispatch
-
-    def counting(argv: list[str]) -> None:
-        parsed.append(argv)
-        real(argv)
-
-    monkeypatch.setattr(app, "dispatch", counting)
+    parsed = parses(monkeypatch)
     short_dir, full_dir = tmp_path / "short", tmp_path / "full"
     short = run_cli(capsys, "export", *args, "-o", str(short_dir))
     assert parsed == [], "the export went through typer"
@@ -280,13 +287,7 @@ def test_what_export_takes_the_short_way() -> None:
 
 def test_short_export_loads_no_framework(tmp_path: Path) -> None:
     """In a fresh interpreter, `wiredump export X -o DIR` loads none of typer, rich, pydantic."""
-    code = (
-        "import sys\n"
-        "from wiredump.cli.entry import main\n"
-        f"main(['export', {str(ROOT / 'samples' / 'kafka-basic.pcap')!r}, '-o', {str(tmp_path)!r}])\n"
-        "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'typer', 'rich', 'pydantic', 'click'})\n"
-        "print('LOADED', heavy, file=sys.stderr)\n"
-    )
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
-    assert "LOADED []" in p.stderr, p.stderr
+    args = ["export", str(ROOT / "samples" / "kafka-basic.pcap"), "-o", str(tmp_path)]
+    heavy, _ = loaded_by(args, {"typer", "rich", "pydantic", "click"})
+    assert heavy == []
     assert (tmp_path / "frames.parquet").exists()

@@ -56,12 +56,192 @@ pub fn walk_of(api_key: i64, response: bool) -> Option<&'static Walk> {
     }
 }
 
-/// Python's `type(v) is int` (a bool is not one).
-fn int(v: Option<&Value>) -> Option<i64> {
-    match v? {
-        Value::Int(i) => Some(*i),
-        Value::UInt(u) => i64::try_from(*u).ok(),
+/// A decoded body as the partitions rows read it, whichever form it has: the frame's fields
+/// ([`Value`], see [`of_body`]) or the tree the walker made with its record sets (the export's,
+/// see [`of_tree`]). Both read alike, as the converted tree holds them: a struct's field is the
+/// last of its name, UUIDs and masked secrets are text, a record set is its decode. One walk
+/// ([`collect`]) is written over this, so the two forms cannot disagree.
+trait View: Copy {
+    /// A struct's field by name; None when absent or when this is not a struct.
+    fn field(self, key: &str) -> Option<Self>;
+    /// Whether this is a struct (a map).
+    fn is_struct(self) -> bool;
+    /// A list's items; None when this is not a list.
+    fn items(self) -> Option<impl Iterator<Item = Self>>;
+    /// Python's `type(v) is int` (a bool is not one).
+    fn int(self) -> Option<i64>;
+    /// A string's text.
+    fn text(self) -> Option<String>;
+    /// (records carried, first offset among them) when this is a record set's decode.
+    fn record_set(self) -> (Option<i64>, Option<i64>);
+}
+
+impl View for &Value {
+    fn field(self, key: &str) -> Option<Self> {
+        match self {
+            Value::Map(m) => m.get(key),
+            _ => None,
+        }
+    }
+
+    fn is_struct(self) -> bool {
+        matches!(self, Value::Map(_))
+    }
+
+    fn items(self) -> Option<impl Iterator<Item = Self>> {
+        match self {
+            Value::List(items) => Some(items.iter()),
+            _ => None,
+        }
+    }
+
+    fn int(self) -> Option<i64> {
+        match self {
+            Value::Int(i) => Some(*i),
+            Value::UInt(u) => i64::try_from(*u).ok(),
+            _ => None,
+        }
+    }
+
+    fn text(self) -> Option<String> {
+        match self {
+            Value::Str(s) => Some(s.clone()),
+            _ => None,
+        }
+    }
+
+    fn record_set(self) -> (Option<i64>, Option<i64>) {
+        match self {
+            Value::Map(rs) => records_of(rs),
+            _ => (None, None),
+        }
+    }
+}
+
+/// (records carried, first offset among them) of a record set's decode.
+fn records_of(rs: &Fields) -> (Option<i64>, Option<i64>) {
+    let int = |v: Option<&Value>| v.and_then(View::int);
+    let count = int(rs.get("record_count"));
+    let first = match rs.get("batches") {
+        Some(Value::List(batches)) => match batches.first() {
+            Some(Value::Map(b)) => int(b.get("base_offset")).or_else(|| int(b.get("offset"))),
+            _ => None,
+        },
         _ => None,
+    };
+    (count, first)
+}
+
+/// A place in a walked tree: the body's fields, or one node, with the body's record sets.
+#[derive(Clone, Copy)]
+struct Walked<'x, 'a> {
+    at: At<'x, 'a>,
+    sets: &'x Decoded,
+}
+
+#[derive(Clone, Copy)]
+enum At<'x, 'a> {
+    Fields(&'x [BField<'a>]),
+    Node(&'x Node<'a>),
+}
+
+impl<'x, 'a> Walked<'x, 'a> {
+    fn node(self) -> Option<&'x Node<'a>> {
+        match self.at {
+            At::Node(n) => Some(n),
+            At::Fields(_) => None,
+        }
+    }
+
+    fn fields(self) -> Option<&'x [BField<'a>]> {
+        match self.at {
+            At::Fields(f) => Some(f),
+            At::Node(n) => match &n.value {
+                BValue::Struct(f) => Some(f),
+                _ => None,
+            },
+        }
+    }
+
+    fn at(self, node: &'x Node<'a>) -> Self {
+        Walked {
+            at: At::Node(node),
+            sets: self.sets,
+        }
+    }
+}
+
+impl View for Walked<'_, '_> {
+    fn field(self, key: &str) -> Option<Self> {
+        // The last of a name, as `convert` keeps it.
+        let node = self.fields()?.iter().rev().find_map(|f| {
+            let same = match &f.name {
+                Name::Field(n) => *n == key,
+                Name::Tag(t) => key == t.to_string(),
+            };
+            same.then_some(&f.node)
+        })?;
+        Some(self.at(node))
+    }
+
+    fn is_struct(self) -> bool {
+        // A record set's node converts to a map too, but no walk reads a record set's decode
+        // as a struct of topics (the generated walks descend into arrays and structs only).
+        self.fields().is_some()
+    }
+
+    fn items(self) -> Option<impl Iterator<Item = Self>> {
+        match &self.node()?.value {
+            BValue::Array(items) => Some(items.iter().map(move |n| self.at(n))),
+            _ => None,
+        }
+    }
+
+    fn int(self) -> Option<i64> {
+        match self.node()?.value {
+            BValue::Int(i) => Some(i),
+            _ => None,
+        }
+    }
+
+    fn text(self) -> Option<String> {
+        match &self.node()?.value {
+            BValue::Str(s) => Some(s.to_string()),
+            BValue::Uuid(u) => Some(uuid_string(u)),
+            BValue::Masked(len) => Some(format!("<{len} bytes masked>")),
+            _ => None,
+        }
+    }
+
+    fn record_set(self) -> (Option<i64>, Option<i64>) {
+        let Some(n) = self.node() else {
+            return (None, None);
+        };
+        match &n.value {
+            BValue::Records { .. } => match self.sets.get(n.start) {
+                Some(SetDecode::Tree(v)) => v.record_set(),
+                // The text's value holds `record_count` and its batches' first offset.
+                Some(SetDecode::Text { first_offset, .. }) => {
+                    (Some(self.sets.record_count(n.start)), *first_offset)
+                }
+                None => (None, None), // none decoded: `{"size": n}` has neither
+            },
+            BValue::Struct(_) => {
+                let count = self.field("record_count").and_then(View::int);
+                let first = self
+                    .field("batches")
+                    .and_then(View::items)
+                    .and_then(|mut b| b.next())
+                    .filter(|b| b.is_struct())
+                    .and_then(|b| {
+                        b.field("base_offset")
+                            .and_then(View::int)
+                            .or_else(|| b.field("offset").and_then(View::int))
+                    });
+                (count, first)
+            }
+            _ => (None, None),
+        }
     }
 }
 
@@ -75,63 +255,39 @@ fn error_of(code: Option<i64>) -> Option<String> {
     }
 }
 
-fn topic_name(t: &Fields, names: &TopicNames) -> Option<String> {
+fn int_of<V: View>(v: V, key: &str) -> Option<i64> {
+    v.field(key).and_then(View::int)
+}
+
+fn topic_name<V: View>(t: V, names: &TopicNames) -> Option<String> {
     for k in TOPIC_KEYS {
-        if let Some(Value::Str(s)) = t.get(k) {
-            return Some(s.clone());
+        if let Some(s) = t.field(k).and_then(View::text) {
+            return Some(s);
         }
     }
-    match t.get(TOPIC_ID) {
-        // An empty learnt name is falsy in the reference (`name_of(id) or id`).
-        Some(Value::Str(id)) => Some(
-            names
-                .name_of(id)
-                .filter(|n| !n.is_empty())
-                .unwrap_or(id)
-                .to_owned(),
-        ),
-        _ => None,
-    }
+    let id = t.field(TOPIC_ID).and_then(View::text)?;
+    // An empty learnt name is falsy in the reference (`name_of(id) or id`).
+    Some(
+        names
+            .name_of(&id)
+            .filter(|n| !n.is_empty())
+            .map_or_else(|| id.clone(), str::to_owned),
+    )
 }
 
-/// (records carried, first offset among them) of a partition's record set, if it has one.
-fn records(p: &Fields) -> (Option<i64>, Option<i64>) {
-    let Some(Value::Map(rs)) = p.get("records") else {
-        return (None, None);
-    };
-    records_of(rs)
-}
-
-/// (records carried, first offset among them) of a record set's decode.
-fn records_of(rs: &Fields) -> (Option<i64>, Option<i64>) {
-    let count = int(rs.get("record_count"));
-    let first = match rs.get("batches") {
-        Some(Value::List(batches)) => match batches.first() {
-            Some(Value::Map(b)) => int(b.get("base_offset")).or_else(|| int(b.get("offset"))),
-            _ => None,
-        },
-        _ => None,
-    };
-    (count, first)
-}
-
-fn partition_row(
+fn partition_row<V: View>(
     topic: &Option<String>,
     t_error: Option<i64>,
-    p: &Fields,
+    p: V,
     pa: &PartitionArray,
     response: bool,
 ) -> TopicPartition {
-    let partition = pa.index.iter().find_map(|k| int(p.get(k)));
-    let code = int(p.get("error_code")).or(t_error);
-    let mut offset = pa
-        .offsets
-        .iter()
-        .find_map(|k| int(p.get(k)))
-        .map(i128::from);
+    let partition = pa.index.iter().find_map(|k| int_of(p, k));
+    let code = int_of(p, "error_code").or(t_error);
+    let mut offset = pa.offsets.iter().find_map(|k| int_of(p, k)).map(i128::from);
     let mut count = None;
     if pa.records {
-        let (c, first) = records(p);
+        let (c, first) = p.field("records").map_or((None, None), View::record_set);
         count = c;
         if offset.is_none() && response {
             // A request's batches carry client-side offsets (0), not the log's.
@@ -144,49 +300,44 @@ fn partition_row(
         error_code: code,
         error: error_of(code),
         offset,
-        high_watermark: int(p.get("high_watermark")).map(i128::from),
-        log_start_offset: int(p.get("log_start_offset")).map(i128::from),
+        high_watermark: int_of(p, "high_watermark").map(i128::from),
+        log_start_offset: int_of(p, "log_start_offset").map(i128::from),
         records: count,
     }
 }
 
-fn collect(
-    body: &Fields,
+fn collect<V: View>(
+    body: V,
     w: &Walk,
     names: &TopicNames,
     response: bool,
     out: &mut Vec<TopicPartition>,
 ) {
     for (field, parrays) in w.topics {
-        let Some(Value::List(arr)) = body.get(field) else {
+        let Some(arr) = body.field(field).and_then(View::items) else {
             continue;
         };
-        for t in arr {
-            let Value::Map(t) = t else { continue };
+        for t in arr.filter(|t| t.is_struct()) {
             let topic = topic_name(t, names);
-            let t_error = int(t.get("error_code"));
+            let t_error = int_of(t, "error_code");
             let n = out.len();
             for pa in *parrays {
-                let Some(Value::List(parts)) = t.get(pa.field) else {
+                let Some(parts) = t.field(pa.field).and_then(View::items) else {
                     continue;
                 };
                 for p in parts {
-                    match p {
-                        Value::Map(p) if pa.is_struct => {
+                    if pa.is_struct {
+                        if p.is_struct() {
                             out.push(partition_row(&topic, t_error, p, pa, response));
                         }
-                        _ if !pa.is_struct => {
-                            if let Some(i) = int(Some(p)) {
-                                out.push(TopicPartition {
-                                    topic: topic.clone(),
-                                    partition: Some(i),
-                                    error_code: t_error,
-                                    error: error_of(t_error),
-                                    ..TopicPartition::default()
-                                });
-                            }
-                        }
-                        _ => {}
+                    } else if let Some(i) = p.int() {
+                        out.push(TopicPartition {
+                            topic: topic.clone(),
+                            partition: Some(i),
+                            error_code: t_error,
+                            error: error_of(t_error),
+                            ..TopicPartition::default()
+                        });
                     }
                 }
             }
@@ -202,16 +353,13 @@ fn collect(
         }
     }
     for (field, sub) in w.descend {
-        match body.get(field) {
-            Some(Value::Map(v)) => collect(v, sub, names, response, out),
-            Some(Value::List(items)) => {
-                for item in items {
-                    if let Value::Map(item) = item {
-                        collect(item, sub, names, response, out);
-                    }
-                }
+        let Some(v) = body.field(field) else { continue };
+        if v.is_struct() {
+            collect(v, sub, names, response, out);
+        } else if let Some(items) = v.items() {
+            for item in items.filter(|i| i.is_struct()) {
+                collect(item, sub, names, response, out);
             }
-            _ => {}
         }
     }
 }
@@ -224,9 +372,7 @@ pub fn of_body(
     body: Option<&Value>,
     names: &TopicNames,
 ) -> Option<Vec<TopicPartition>> {
-    let Some(Value::Map(body)) = body else {
-        return None;
-    };
+    let body = body.filter(|b| b.is_struct())?;
     let w = walk_of(api_key, response)?;
     let mut out = Vec::new();
     collect(body, w, names, response, &mut out);
@@ -235,9 +381,7 @@ pub fn of_body(
 
 /// As [`of_body`] on `convert(tree, sets)` (the frame's `body`), read from the walked tree
 /// itself: the export writes a body's text without making its tree
-/// ([`super::fields::write_json`]), and its partitions rows come from here. Each lookup is
-/// the converted tree's: a name's last value, UUIDs and masked values as their text, a record
-/// set as its decode in `sets`.
+/// ([`super::fields::write_json`]), and its partitions rows come from here.
 pub fn of_tree(
     api_key: i64,
     response: bool,
@@ -246,198 +390,13 @@ pub fn of_tree(
     names: &TopicNames,
 ) -> Option<Vec<TopicPartition>> {
     let w = walk_of(api_key, response)?;
-    let mut out = Vec::new();
-    collect_tree(tree, w, sets, names, response, &mut out);
-    (!out.is_empty()).then_some(out)
-}
-
-/// A struct's field by name: its last value (`convert` keeps the last of a repeated name).
-fn get<'x, 'a>(fields: &'x [BField<'a>], key: &str) -> Option<&'x Node<'a>> {
-    fields.iter().rev().find_map(|f| {
-        let same = match &f.name {
-            Name::Field(n) => *n == key,
-            Name::Tag(t) => key == t.to_string(),
-        };
-        same.then_some(&f.node)
-    })
-}
-
-/// `int` of the converted value.
-fn int_node(n: Option<&Node<'_>>) -> Option<i64> {
-    match n?.value {
-        BValue::Int(i) => Some(i),
-        _ => None,
-    }
-}
-
-/// The converted value when it is a string (`Value::Str`): text, UUID or masked secret.
-fn text_node(n: Option<&Node<'_>>) -> Option<String> {
-    match &n?.value {
-        BValue::Str(s) => Some(s.to_string()),
-        BValue::Uuid(u) => Some(uuid_string(u)),
-        BValue::Masked(len) => Some(format!("<{len} bytes masked>")),
-        _ => None,
-    }
-}
-
-fn topic_name_tree(t: &[BField<'_>], names: &TopicNames) -> Option<String> {
-    for k in TOPIC_KEYS {
-        if let Some(s) = text_node(get(t, k)) {
-            return Some(s);
-        }
-    }
-    let id = text_node(get(t, TOPIC_ID))?;
-    // An empty learnt name is falsy in the reference (`name_of(id) or id`).
-    Some(
-        names
-            .name_of(&id)
-            .filter(|n| !n.is_empty())
-            .map_or(id.clone(), str::to_owned),
-    )
-}
-
-/// [`records`] of the converted `records` field.
-fn records_tree(p: &[BField<'_>], sets: &Decoded) -> (Option<i64>, Option<i64>) {
-    let Some(n) = get(p, "records") else {
-        return (None, None);
+    let body = Walked {
+        at: At::Fields(tree),
+        sets,
     };
-    match &n.value {
-        BValue::Records { .. } => match sets.get(n.start) {
-            Some(SetDecode::Tree(Value::Map(rs))) => records_of(rs),
-            // The text's value holds `record_count` and its batches' first offset.
-            Some(SetDecode::Text { first_offset, .. }) => {
-                (Some(sets.record_count(n.start)), *first_offset)
-            }
-            _ => (None, None), // none decoded: `{"size": n}` has neither
-        },
-        BValue::Struct(rs) => {
-            let count = int_node(get(rs, "record_count"));
-            let first = match get(rs, "batches").map(|b| &b.value) {
-                Some(BValue::Array(batches)) => match batches.first().map(|b| &b.value) {
-                    Some(BValue::Struct(b)) => {
-                        int_node(get(b, "base_offset")).or_else(|| int_node(get(b, "offset")))
-                    }
-                    _ => None,
-                },
-                _ => None,
-            };
-            (count, first)
-        }
-        _ => (None, None),
-    }
-}
-
-fn partition_row_tree(
-    topic: &Option<String>,
-    t_error: Option<i64>,
-    p: &[BField<'_>],
-    sets: &Decoded,
-    pa: &PartitionArray,
-    response: bool,
-) -> TopicPartition {
-    let partition = pa.index.iter().find_map(|k| int_node(get(p, k)));
-    let code = int_node(get(p, "error_code")).or(t_error);
-    let mut offset = pa
-        .offsets
-        .iter()
-        .find_map(|k| int_node(get(p, k)))
-        .map(i128::from);
-    let mut count = None;
-    if pa.records {
-        let (c, first) = records_tree(p, sets);
-        count = c;
-        if offset.is_none() && response {
-            offset = first.map(i128::from);
-        }
-    }
-    TopicPartition {
-        topic: topic.clone(),
-        partition,
-        error_code: code,
-        error: error_of(code),
-        offset,
-        high_watermark: int_node(get(p, "high_watermark")).map(i128::from),
-        log_start_offset: int_node(get(p, "log_start_offset")).map(i128::from),
-        records: count,
-    }
-}
-
-/// [`collect`] over the walked tree.
-fn collect_tree(
-    body: &[BField<'_>],
-    w: &Walk,
-    sets: &Decoded,
-    names: &TopicNames,
-    response: bool,
-    out: &mut Vec<TopicPartition>,
-) {
-    for (field, parrays) in w.topics {
-        let Some(BValue::Array(arr)) = get(body, field).map(|n| &n.value) else {
-            continue;
-        };
-        for t in arr {
-            let BValue::Struct(t) = &t.value else {
-                continue;
-            };
-            let topic = topic_name_tree(t, names);
-            let t_error = int_node(get(t, "error_code"));
-            let n = out.len();
-            for pa in *parrays {
-                let Some(BValue::Array(parts)) = get(t, pa.field).map(|n| &n.value) else {
-                    continue;
-                };
-                for p in parts {
-                    match &p.value {
-                        BValue::Struct(p) if pa.is_struct => {
-                            out.push(partition_row_tree(&topic, t_error, p, sets, pa, response));
-                        }
-                        _ if !pa.is_struct => {
-                            if let Some(i) = int_node(Some(p)) {
-                                out.push(TopicPartition {
-                                    topic: topic.clone(),
-                                    partition: Some(i),
-                                    error_code: t_error,
-                                    error: error_of(t_error),
-                                    ..TopicPartition::default()
-                                });
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            if out.len() == n {
-                // No partitions listed: the topic's own result.
-                out.push(TopicPartition {
-                    topic,
-                    error_code: t_error,
-                    error: error_of(t_error),
-                    ..TopicPartition::default()
-                });
-            }
-        }
-    }
-    for (field, sub) in w.descend {
-        match get(body, field).map(|n| &n.value) {
-            Some(BValue::Struct(v)) => collect_tree(v, sub, sets, names, response, out),
-            Some(BValue::Array(items)) => {
-                for item in items {
-                    if let BValue::Struct(item) = &item.value {
-                        collect_tree(item, sub, sets, names, response, out);
-                    }
-                }
-            }
-            Some(BValue::Records { .. }) => {
-                // A record set's decode is a map too (`{size, batches, …}`), as the converted
-                // tree holds it; no walk descends into one, but the converted tree would.
-                let set = get(body, field).and_then(|n| sets.get(n.start));
-                if let Some(SetDecode::Tree(Value::Map(v))) = set {
-                    collect(v, sub, names, response, out);
-                }
-            }
-            _ => {}
-        }
-    }
+    let mut out = Vec::new();
+    collect(body, w, names, response, &mut out);
+    (!out.is_empty()).then_some(out)
 }
 
 #[cfg(test)]
