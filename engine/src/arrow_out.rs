@@ -35,6 +35,10 @@ pub const BATCH_BYTES: usize = 4 << 20;
 /// the reference cuts them).
 pub const ROW_OVERHEAD: usize = 512;
 
+/// The most room the `detail` text buffer keeps from one row to the next (64 KiB: a frame's
+/// text is a few hundred bytes; a Fetch response's can be megabytes, once).
+const SCRATCH_KEPT: usize = 64 << 10;
+
 /// One of the tables the builders make.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Table {
@@ -181,6 +185,10 @@ impl TableSet {
     pub fn frame(&mut self, capture: &str, f: &Frame) -> Result<(), ArrowError> {
         let o = self.options;
         self.frames.nbytes += rows::frame(&mut self.frames.cols, capture, f, &mut self.scratch);
+        if self.scratch.capacity() > SCRATCH_KEPT {
+            // One huge frame's text (megabytes) is not kept as the buffer of every later one.
+            self.scratch = String::with_capacity(SCRATCH_KEPT);
+        }
         self.frames.rows += 1;
         if !f.messages.is_empty() {
             self.message_detail.clear();
