@@ -389,7 +389,7 @@ mod tables {
 
     /// Declared type -> (ColumnType variant, builder type, builder constructor). The
     /// constructor is a template: `ROWS` is the rows to make room for, `BYTES` the bytes of
-    /// text or binary values (see `sized` in `generate`).
+    /// text or binary values (`generate` fills them in for a first batch and for the next ones).
     fn rust_type(t: &str) -> (&'static str, &'static str, &'static str) {
         match t {
             "string" => (

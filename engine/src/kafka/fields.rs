@@ -1,7 +1,8 @@
 //! The body walker's tree as the frame's fields ([`crate::model::Fields`]): the same names,
 //! order and values as the Python session's `frame.fields`, each with the byte span it was read
-//! from; or straight as those fields' `detail` text ([`write_json`]). UUIDs become their text form, masked secrets their `<n bytes masked>` text, record sets
-//! their decode (see [`super::recordsets`]).
+//! from; or straight as those fields' `detail` text ([`write_json`]). UUIDs become their text
+//! form, masked secrets their `<n bytes masked>` text, record sets their decode (see
+//! [`super::recordsets`]).
 
 use std::borrow::Cow;
 
@@ -84,7 +85,8 @@ const _: () = assert!(TEXT_DEPTH_BOUND < ORJSON_MAX_DEPTH);
 /// are read only for their tables, and the tree cost allocations to make and free that the text
 /// alone does not). `sets` is only read: each record set's node has its own start, so
 /// `convert`'s taking it leaves nothing different. Err when the text would nest deeper than
-/// orjson writes (the caller then makes the tree, and the table's writer its fallback).
+/// orjson writes, which [`TEXT_DEPTH_BOUND`] rules out for a body (the caller reports it as an
+/// internal error).
 pub fn write_json(
     out: &mut String,
     fields: &[BField<'_>],

@@ -351,8 +351,8 @@ fn set_value(rs: &RecordSet<'_>) -> Value {
 /// The `detail` text of [`set_value`]`(rs)`, as `detail_json` writes that value (orjson's
 /// layout; a record set's value is never deep enough for the fallback, see
 /// `fields::write_json`). Written without making the value: the export's hot path (a Produce
-/// request's record set is most of its `detail`). A batch with control records is made as a
-/// value and written as one (rare; exact by construction).
+/// request's record set is most of its `detail`). A batch with control records and a legacy
+/// message are made as a value and written as one (rare; exact by construction).
 pub fn write_set_json(out: &mut String, rs: &RecordSet<'_>) {
     use crate::detail_json::write_value_orjson;
     let int = |out: &mut String, key: &str, v: i64| {
