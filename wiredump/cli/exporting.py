@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from wiredump.cli.entry import EXIT_INPUT, UsageError
+from wiredump.cli.notes import truncation
 from wiredump.cli.source import Progress, Run, _record_hook
 
 OUT_OPTIONS = ("-o", "--out")
@@ -73,7 +74,7 @@ def report(counts: dict[str, int], ends: list[Any]) -> int:
     print(", ".join(f"{n}: {c}" for n, c in counts.items()), file=sys.stderr)
     truncated = [e for e in ends if e.truncated]
     for t in truncated:
-        print(f"wiredump: {t.name}: capture is truncated: {t.truncated}", file=sys.stderr)
+        print(f"wiredump: {truncation(t.name, t.truncated)}", file=sys.stderr)
     return EXIT_INPUT if truncated else 0
 
 

@@ -17,6 +17,7 @@ from rich.text import Text
 
 from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, app, make_options
 from wiredump.cli.escape import escape
+from wiredump.cli.notes import truncation
 from wiredump.cli.output import Out
 from wiredump.cli.render import STATUS_STYLES, Clock, endpoint, format_latency, protocol_style
 from wiredump.cli.source import Progress, Run, annotate
@@ -149,7 +150,7 @@ def follow(
             started = False
             header_done = False  # each capture has its own stream numbers: its own header
             if ev.obj.truncated:
-                truncated.append(f"{ev.obj.name}: capture is truncated: {ev.obj.truncated}")
+                truncated.append(truncation(ev.obj.name, ev.obj.truncated))
     out.flush()
     for t in truncated:
         typer.echo(f"wiredump: {t}", err=True)

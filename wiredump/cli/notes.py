@@ -24,6 +24,13 @@ from wiredump.cli.words import plural
 from wiredump.dissect.model import Anomaly
 from wiredump.dissect.pipeline import ANOMALY, CAPTURE_END, CONNECTION, FRAME, Event
 
+
+def truncation(name: str, why: str) -> str:
+    """The note for a capture whose file ends inside a record (`why`: the reader's words), as
+    every command says it (after `wiredump: ` on stderr, with exit code 2)."""
+    return f"{name}: capture is truncated: {why}"
+
+
 SNAP = "truncated_packet"
 """The anomaly kind that is summarised per capture instead of shown per packet."""
 

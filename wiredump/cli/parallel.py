@@ -28,7 +28,7 @@ from typing import Any
 
 import typer
 
-from wiredump.cli.notes import CaptureNotes
+from wiredump.cli.notes import CaptureNotes, truncation
 from wiredump.dissect.pipeline import CAPTURE_END, CaptureEnd, Event, Options
 
 BATCH = 512
@@ -227,7 +227,7 @@ def run_parallel(job: Job, workers: int, count: int | None, multi: bool) -> tupl
                     notes = _add_notes([e.notes for e in parts], not job.all_anomalies)
                     said += notes.end(Event(CAPTURE_END, end, end.name), end.name if multi else None)
                     if end.truncated:
-                        truncated.append(f"{end.name}: capture is truncated: {end.truncated}")
+                        truncated.append(truncation(end.name, end.truncated))
                     del ends[cap]
                 continue
             write(text)

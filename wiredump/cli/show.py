@@ -9,6 +9,7 @@ from rich.text import Text
 
 from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, app, make_options
 from wiredump.cli.escape import escape
+from wiredump.cli.notes import truncation
 from wiredump.cli.output import Out
 from wiredump.cli.source import Run, annotate
 from wiredump.cli.timeline import (
@@ -37,7 +38,7 @@ def _truncated_after(path: str) -> list[str]:
     reader = open_capture(path)
     for _ in reader:
         pass
-    return [f"{reader.name}: capture is truncated: {reader.truncated}"] if reader.truncated else []
+    return [truncation(reader.name, reader.truncated)] if reader.truncated else []
 
 
 @app.command(
@@ -108,7 +109,7 @@ def show(
             started = False
             counts[ev.obj.name] = ev.obj.packets
             if ev.obj.truncated:
-                truncated.append(f"{ev.obj.name}: capture is truncated: {ev.obj.truncated}")
+                truncated.append(truncation(ev.obj.name, ev.obj.truncated))
             if len(captures) == 1:
                 break
         if ev.kind != FRAME:

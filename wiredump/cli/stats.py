@@ -20,6 +20,7 @@ from rich.text import Text
 
 from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, app, make_options
 from wiredump.cli.escape import escape
+from wiredump.cli.notes import truncation
 from wiredump.cli.output import Out
 from wiredump.cli.render import (
     endpoint,
@@ -359,6 +360,6 @@ def stats(
             typer.echo(f"wiredump: {no_frames(len(result['connections']), ports, packets)}", err=True)
     truncated = [c for c in result["captures"] if c["truncated"]]
     for c in truncated:
-        typer.echo(f"wiredump: {c['name']}: capture is truncated: {c['truncated']}", err=True)
+        typer.echo(f"wiredump: {truncation(c['name'], c['truncated'])}", err=True)
     if truncated:
         raise typer.Exit(EXIT_INPUT)

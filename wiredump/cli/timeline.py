@@ -17,7 +17,7 @@ from rich.text import Text
 
 from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, UsageError, app, make_options
 from wiredump.cli.columns import ColumnsError, FieldColumns, parse_options
-from wiredump.cli.notes import CaptureNotes
+from wiredump.cli.notes import CaptureNotes, truncation
 from wiredump.cli.output import Out
 from wiredump.cli.plain import SHOWN_ANOMALIES, plain_native, renderer_allowed, report
 from wiredump.cli.render import (
@@ -249,7 +249,7 @@ class TimelinePrinter:
                 started = False
                 self.said += notes.end(ev, ev.obj.name if len(run.paths) > 1 else None)
                 if ev.obj.truncated:
-                    self.truncated.append(f"{ev.obj.name}: capture is truncated: {ev.obj.truncated}")
+                    self.truncated.append(truncation(ev.obj.name, ev.obj.truncated))
 
 
 def native_wanted(opts: TimelineOptions, out: Out, mark: list[str] | None) -> bool:
