@@ -110,6 +110,42 @@ def plain_native(
     return feed.said, feed.truncated
 
 
+def engine_options(
+    options: Any,
+    *,
+    verbose: bool = False,
+    display_filter: Any = None,
+    columns: Any = None,
+    fmt: str = "text",
+    mark_fields: Any = None,
+    line_buffered: bool = False,
+) -> Any:
+    """What the engine makes for a timeline, set on `options` (a `pipeline.Options`) and
+    returned: the one rule for the full command (`timeline.timeline`) and the short way in
+    (`default_timeline`, every argument at its default).
+
+    Lines show counts, not each message: per-message decoding only when the field tree (`-V`),
+    the filter (the `topic`/`messages` columns, per-record fields) or an `-e` column looks at
+    messages. The lines read only the frame's columns and summary: the decoded fields are made
+    only for the field tree, a filter, the JSON or `-e` columns and `--mark NAME`.
+    """
+    options.messages = (
+        verbose
+        or bool(display_filter and display_filter.needs_messages)
+        or bool(columns and columns.needs_messages)
+    )
+    options.detail = bool(verbose or display_filter is not None or fmt != "text" or mark_fields)
+    options.spans = bool(mark_fields)
+    options.live = line_buffered  # -l: each packet dissected as soon as it is read
+    return options
+
+
+def progress_shown(progress: bool = True, rich: bool = False) -> bool:
+    """Whether a timeline draws its progress bar: asked for (the default), on a terminal's
+    stderr, and not over lines going to the same terminal or drawn by rich."""
+    return progress and not rich and Progress.wanted() and not stdout_tty()
+
+
 def report(said: list[str], truncated: list[str]) -> int:
     """Writes the end-of-capture notes and truncation messages to stderr; the exit code
     (`EXIT_INPUT` when a capture was truncated, as for any input the user must know is
@@ -128,10 +164,8 @@ def default_timeline(captures: list[str]) -> int | None:
 
     if color_wanted(None) or not renderer_allowed() or auto_workers(captures) > 1:
         return None
-    show_progress = Progress.wanted() and not stdout_tty()
-    # As `timeline.timeline` sets them for a plain run: the lines read only the frames' columns
-    # and summaries, so neither the decoded fields nor each message are made.
-    options = Options(messages=False, detail=False, spans=False, live=False)
-    run = Run(captures, options, progress=show_progress)
+    # As `timeline.timeline` makes them with no option (`app.make_options(None)`).
+    options = engine_options(Options(decode_as={}, keep_bytes=False))
+    run = Run(captures, options, progress=progress_shown())
     said, truncated = plain_native(run, None, "r", False, False)
     return report(said, truncated)

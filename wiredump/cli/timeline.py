@@ -19,7 +19,14 @@ from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, UsageError, app, ma
 from wiredump.cli.columns import ColumnsError, FieldColumns, parse_options
 from wiredump.cli.notes import CaptureNotes, truncation
 from wiredump.cli.output import Out
-from wiredump.cli.plain import SHOWN_ANOMALIES, plain_native, renderer_allowed, report
+from wiredump.cli.plain import (
+    SHOWN_ANOMALIES,
+    engine_options,
+    plain_native,
+    progress_shown,
+    renderer_allowed,
+    report,
+)
 from wiredump.cli.render import (
     TIME_FORMATS,
     VALUES,
@@ -38,7 +45,7 @@ from wiredump.cli.render import (
     rich_line,
     rich_tree_line,
 )
-from wiredump.cli.source import REORDER_WINDOW, Item, Progress, Run, annotate, in_packet_order
+from wiredump.cli.source import REORDER_WINDOW, Item, Run, annotate, in_packet_order
 from wiredump.dissect.fields import FieldContext
 from wiredump.dissect.filter import DisplayFilter, FilterError, compile_filter
 from wiredump.dissect.model import Anomaly, Frame
@@ -465,21 +472,17 @@ def timeline(
 
         write_matching(captures, write, opts.filter, make_options(decode_as), progress)
         return
-    options = make_options(decode_as, keep_bytes=hex_)
-    # Lines show counts, not each message: skip per-message decoding unless the field tree, the
-    # filter (the `topic`/`messages` columns, per-record fields) or an -e column looks at messages.
-    options.messages = (
-        verbose
-        or bool(opts.filter and opts.filter.needs_messages)
-        or bool(columns and columns.needs_messages)
+    options = engine_options(
+        make_options(decode_as, keep_bytes=hex_),
+        verbose=verbose,
+        display_filter=opts.filter,
+        columns=columns,
+        fmt=fmt,
+        mark_fields=opts.mark_fields,
+        line_buffered=line_buffered,
     )
-    # The lines themselves read only the frame's columns and summary: the decoded fields are
-    # handed over only for the field tree, a filter, the JSON or -e columns and `--mark NAME`.
-    options.detail = bool(verbose or opts.filter is not None or fmt != "text" or opts.mark_fields)
-    options.spans = bool(opts.mark_fields)
-    options.live = line_buffered  # -l: each packet dissected as soon as it is read
     out = Out(color if fmt == "text" else False)
-    show_progress = progress and not out.rich and Progress.wanted() and not sys.stdout.isatty()
+    show_progress = progress_shown(progress, out.rich)
     from wiredump.dissect.workers import auto_workers
 
     n = workers or auto_workers(captures)
