@@ -2,8 +2,9 @@
 
 `wiredump CAPTURE…` with no option into a pipe or file, the main job, runs the engine's plain
 timeline straight away (`plain.default_timeline`), and `wiredump export CAPTURE… -o DIR` its
-export (`exporting.default_export`); everything else is parsed by typer (`app.dispatch`). Errors a user can cause (bad path, not a capture, bad option) end as one
-line on stderr and exit code 2, never a traceback.
+export (`exporting.default_export`); everything else is parsed by typer (`app.dispatch`). Errors
+a user can cause (bad path, not a capture, bad option) end as one line on stderr and exit code 2,
+never a traceback.
 """
 
 from __future__ import annotations
