@@ -997,6 +997,12 @@ pub fn uuid_string(u: &[u8; 16]) -> String {
     s
 }
 
+/// A struct's field by name: the last one of that name (a later assignment wins, as in a dict),
+/// the value every reader of a walked tree sees.
+pub fn field<'x, 'a>(fields: &'x [Field<'a>], key: &str) -> Option<&'x Node<'a>> {
+    fields.iter().rev().find(|f| key == f.name).map(|f| &f.node)
+}
+
 impl PartialEq<Name> for &str {
     fn eq(&self, other: &Name) -> bool {
         matches!(other, Name::Field(s) if s == self)

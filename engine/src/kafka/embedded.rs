@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 
-use super::body::{decode_body, Field, Name, Node, Value};
+use super::body::{decode_body, field as get, Field, Name, Node, Value};
 use super::schema::DATA_PLANS;
 
 /// Decodes a version-prefixed data structure (`{"version": v, ...fields}`); `None` when it does
@@ -56,15 +56,6 @@ fn shift(f: Field<'_>, by: usize) -> Field<'_> {
         name: f.name,
         node: shift_node(f.node, by),
     }
-}
-
-/// The last value of a field (dict semantics: a later assignment wins).
-fn get<'x, 'a>(fields: &'x [Field<'a>], name: &str) -> Option<&'x Node<'a>> {
-    fields
-        .iter()
-        .rev()
-        .find(|f| name == f.name)
-        .map(|f| &f.node)
 }
 
 /// The bytes of a BYTES node and where they start (after the length prefix).

@@ -12,7 +12,7 @@
 //! Topic ids are shown as the name the run learnt for them ([`TopicNames`], taught by
 //! Metadata-like responses on any connection of the capture before this frame), else as the id.
 
-use super::body::{uuid_string, Field as BField, Name, Node, Value as BValue};
+use super::body::{field, uuid_string, Field as BField, Node, Value as BValue};
 use super::recordsets::{Decoded, SetDecode};
 use super::schema;
 use super::topics::TopicNames;
@@ -173,15 +173,9 @@ impl<'x, 'a> Walked<'x, 'a> {
 
 impl View for Walked<'_, '_> {
     fn field(self, key: &str) -> Option<Self> {
-        // The last of a name, as `convert` keeps it.
-        let node = self.fields()?.iter().rev().find_map(|f| {
-            let same = match &f.name {
-                Name::Field(n) => *n == key,
-                Name::Tag(t) => key == t.to_string(),
-            };
-            same.then_some(&f.node)
-        })?;
-        Some(self.at(node))
+        // The last of a name, as `convert` keeps it (keys here are schema names, never a tag's
+        // number).
+        Some(self.at(field(self.fields()?, key)?))
     }
 
     fn is_struct(self) -> bool {

@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use super::body::{uuid_string, Field, Node, Value};
+use super::body::{field as get, uuid_string, Field, Node, Value};
 use crate::printable::str_repr;
 
 const MAX_ITEMS: usize = 4;
@@ -23,10 +23,6 @@ pub struct Context<'c> {
 }
 
 type Fields<'x, 'a> = &'x [Field<'a>];
-
-fn get<'x, 'a>(d: Fields<'x, 'a>, key: &str) -> Option<&'x Node<'a>> {
-    d.iter().rev().find(|f| key == f.name).map(|f| &f.node)
-}
 
 fn get_str<'x>(d: Fields<'x, '_>, key: &str) -> Option<&'x str> {
     match get(d, key).map(|n| &n.value) {

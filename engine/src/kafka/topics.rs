@@ -9,7 +9,7 @@
 use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
 
-use super::body::{uuid_string, Field, Value};
+use super::body::{field, uuid_string, Field, Value};
 use super::schema::{Kind, Op, Plan};
 
 /// Ids remembered at most (the oldest are forgotten first).
@@ -111,10 +111,7 @@ fn has(plan: &Plan, name: &str, kind: impl Fn(&Kind) -> bool) -> bool {
 
 /// A struct's field by name (the last one wins, as a dict assignment does).
 pub(crate) fn get<'x, 'a>(d: &'x [Field<'a>], key: &str) -> Option<&'x Value<'a>> {
-    d.iter()
-        .rev()
-        .find(|f| key == f.name)
-        .map(|f| &f.node.value)
+    field(d, key).map(|n| &n.value)
 }
 
 #[cfg(test)]
