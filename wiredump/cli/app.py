@@ -12,8 +12,7 @@ from typing import Annotated
 
 import typer
 
-from wiredump.cli.entry import EXIT_INPUT, UsageError
-from wiredump.dissect.pipeline import Options
+from wiredump.cli.entry import EXIT_INPUT
 
 app = typer.Typer(
     add_completion=False,
@@ -35,27 +34,6 @@ DecodeAs = Annotated[
 def fail(message: str, code: int = EXIT_INPUT) -> typer.Exit:
     typer.echo(f"wiredump: {message}", err=True)
     return typer.Exit(code)
-
-
-def parse_decode_as(items: list[str] | None) -> dict[int, str]:
-    out: dict[int, str] = {}
-    for item in items or []:
-        port, sep, proto = item.partition("=")
-        if not sep or not port.strip().isdigit() or not proto.strip():
-            raise UsageError(f"--decode-as takes PORT=PROTOCOL (e.g. 9092=kafka), not {item!r}")
-        out[int(port)] = proto.strip().lower()
-    return out
-
-
-def make_options(decode_as: list[str] | None, keep_bytes: bool = False) -> Options:
-    from wiredump.dissect.protocols import all_protocols
-
-    mapping = parse_decode_as(decode_as)
-    known = all_protocols()
-    for proto in mapping.values():
-        if proto not in known:
-            raise UsageError(f"unknown protocol {proto!r} in --decode-as (known: {', '.join(known)})")
-    return Options(decode_as=mapping, keep_bytes=keep_bytes)
 
 
 # Each command lives in its own module and registers itself on `app` when imported.

@@ -14,7 +14,9 @@ from typing import Annotated
 
 import typer
 
-from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, UsageError, app, make_options
+from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, app
+from wiredump.cli.entry import UsageError
+from wiredump.cli.options import make_options
 from wiredump.cli.source import Progress, Run
 from wiredump.cli.timeline import Color, ProgressOpt
 from wiredump.cli.words import plural

@@ -8,8 +8,10 @@ from typing import Annotated, Any
 
 import typer
 
-from wiredump.cli.app import Captures, DecodeAs, UsageError, app, make_options
+from wiredump.cli.app import Captures, DecodeAs, app
+from wiredump.cli.entry import UsageError
 from wiredump.cli.exporting import export_native, report, writable_dir
+from wiredump.cli.options import make_options
 from wiredump.cli.source import Progress, Run
 from wiredump.cli.timeline import ProgressOpt
 from wiredump.dissect.capture import open_capture

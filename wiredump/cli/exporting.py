@@ -14,8 +14,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from wiredump.cli.entry import EXIT_INPUT, UsageError
-from wiredump.cli.notes import truncation
+from wiredump.cli import notes
+from wiredump.cli.entry import UsageError
 from wiredump.cli.source import Progress, Run, _record_hook
 
 OUT_OPTIONS = ("-o", "--out")
@@ -72,10 +72,7 @@ def report(counts: dict[str, int], ends: list[Any]) -> int:
     """What an export says on stderr when it is done (the rows of each table, then each
     truncated capture); its exit code: `EXIT_INPUT` when a capture was truncated, else 0."""
     print(", ".join(f"{n}: {c}" for n, c in counts.items()), file=sys.stderr)
-    truncated = [e for e in ends if e.truncated]
-    for t in truncated:
-        print(f"wiredump: {truncation(t.name, t.truncated)}", file=sys.stderr)
-    return EXIT_INPUT if truncated else 0
+    return notes.report([], [notes.truncation(e.name, e.truncated) for e in ends if e.truncated])
 
 
 def plain_export(args: list[str]) -> tuple[list[str], Path] | None:
@@ -109,14 +106,14 @@ def default_export(captures: list[str], out: Path) -> int | None:
     """`wiredump export CAPTURE… -o DIR` with no other option: the exit code; None when this
     run needs the full command (more than one worker), which then makes it from the same
     defaults (`export.export`)."""
-    from wiredump.dissect.pipeline import Options
+    from wiredump.cli.options import make_options
     from wiredump.dissect.workers import auto_workers
 
     if auto_workers(captures) > 1:
         return None
     writable_dir(out)
     # As `export.export` makes them with no option: no --decode-as, no --values.
-    options = Options(decode_as={}, keep_bytes=False)
+    options = make_options(None)
     options.values = False
     counts, ends = export_native(list(captures), out, "parquet", False, options, True)
     return report(counts, ends)

@@ -13,7 +13,8 @@ from typing import Annotated
 
 import typer
 
-from wiredump.cli.app import UsageError, app
+from wiredump.cli.app import app
+from wiredump.cli.entry import UsageError
 
 
 @app.command(

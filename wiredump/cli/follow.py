@@ -15,9 +15,10 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, app, make_options
+from wiredump.cli.app import Captures, DecodeAs, app
 from wiredump.cli.escape import escape
-from wiredump.cli.notes import truncation
+from wiredump.cli.notes import report, truncation
+from wiredump.cli.options import make_options
 from wiredump.cli.output import Out
 from wiredump.cli.render import STATUS_STYLES, Clock, endpoint, format_latency, protocol_style
 from wiredump.cli.source import Progress, Run, annotate
@@ -152,10 +153,9 @@ def follow(
             if ev.obj.truncated:
                 truncated.append(truncation(ev.obj.name, ev.obj.truncated))
     out.flush()
-    for t in truncated:
-        typer.echo(f"wiredump: {t}", err=True)
-    if truncated:
-        raise typer.Exit(EXIT_INPUT)
+    code = report([], truncated)
+    if code:
+        raise typer.Exit(code)
     if not found:
         typer.echo(f"wiredump: no TCP stream {stream} in the capture", err=True)
         raise typer.Exit(1)

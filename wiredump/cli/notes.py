@@ -17,8 +17,10 @@ without this module knowing it.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
+from wiredump.cli.entry import EXIT_INPUT
 from wiredump.cli.escape import escape
 from wiredump.cli.words import plural
 from wiredump.dissect.model import Anomaly
@@ -27,8 +29,17 @@ from wiredump.dissect.pipeline import ANOMALY, CAPTURE_END, CONNECTION, FRAME, E
 
 def truncation(name: str, why: str) -> str:
     """The note for a capture whose file ends inside a record (`why`: the reader's words), as
-    every command says it (after `wiredump: ` on stderr, with exit code 2)."""
+    every command says it (through `report`)."""
     return f"{name}: capture is truncated: {why}"
+
+
+def report(said: list[str], truncated: list[str]) -> int:
+    """Writes the end-of-capture notes and truncation messages to stderr; the exit code
+    (`EXIT_INPUT` when a capture was truncated, as for any input the user must know is
+    incomplete)."""
+    for t in said + truncated:
+        print(f"wiredump: {t}", file=sys.stderr)
+    return EXIT_INPUT if truncated else 0
 
 
 SNAP = "truncated_packet"

@@ -33,7 +33,7 @@ from typing import BinaryIO
 
 import typer
 
-from wiredump.cli.app import UsageError
+from wiredump.cli.entry import UsageError
 from wiredump.dissect.capture import CaptureError, open_capture
 from wiredump.dissect.filter import DisplayFilter
 from wiredump.dissect.model import CLIENT, Frame

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from wiredump.cli.entry import EXIT_INPUT
+from wiredump.cli.notes import report
 from wiredump.cli.source import REORDER_WINDOW, Progress, Run
 from wiredump.cli.tty import color_wanted, stdout_tty
 from wiredump.dissect import anomalies
@@ -146,26 +146,16 @@ def progress_shown(progress: bool = True, rich: bool = False) -> bool:
     return progress and not rich and Progress.wanted() and not stdout_tty()
 
 
-def report(said: list[str], truncated: list[str]) -> int:
-    """Writes the end-of-capture notes and truncation messages to stderr; the exit code
-    (`EXIT_INPUT` when a capture was truncated, as for any input the user must know is
-    incomplete)."""
-    for t in said + truncated:
-        print(f"wiredump: {t}", file=sys.stderr)
-    return EXIT_INPUT if truncated else 0
-
-
 def default_timeline(captures: list[str]) -> int | None:
     """`wiredump CAPTURE…` with no option, when the engine renders it: the exit code; None when
     this run needs the full command (colour on a terminal, the Python renderer asked for, more
     than one worker), which then makes it from the same defaults (`timeline.timeline`)."""
-    from wiredump.dissect.pipeline import Options
+    from wiredump.cli.options import make_options
     from wiredump.dissect.workers import auto_workers
 
     if color_wanted(None) or not renderer_allowed() or auto_workers(captures) > 1:
         return None
-    # As `timeline.timeline` makes them with no option (`app.make_options(None)`).
-    options = engine_options(Options(decode_as={}, keep_bytes=False))
+    options = engine_options(make_options(None))
     run = Run(captures, options, progress=progress_shown())
     said, truncated = plain_native(run, None, "r", False, False)
     return report(said, truncated)

@@ -7,9 +7,10 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, app, make_options
+from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, app
 from wiredump.cli.escape import escape
-from wiredump.cli.notes import truncation
+from wiredump.cli.notes import report, truncation
+from wiredump.cli.options import make_options
 from wiredump.cli.output import Out
 from wiredump.cli.source import Run, annotate
 from wiredump.cli.timeline import (
@@ -155,9 +156,7 @@ def show(
                 f"wiredump: no frame completes in packet #{n} (a frame shows in the packet that carries its last byte)",
                 err=True,
             )
-    for t in truncated:
-        typer.echo(f"wiredump: {t}", err=True)
-    if truncated or (beyond and any(all(n > c for c in counts.values()) for n in missing)):
+    if report([], truncated) or (beyond and any(all(n > c for c in counts.values()) for n in missing)):
         raise typer.Exit(EXIT_INPUT)
     if missing:
         raise typer.Exit(1)

@@ -13,7 +13,9 @@ from typing import Annotated
 
 import typer
 
-from wiredump.cli.app import DecodeAs, UsageError, app, parse_decode_as
+from wiredump.cli.app import DecodeAs, app
+from wiredump.cli.entry import UsageError
+from wiredump.cli.options import parse_decode_as
 
 spark_app = typer.Typer(
     no_args_is_help=True,
@@ -153,7 +155,7 @@ def spark_export(
         ),
     ] = "shares",
 ) -> None:
-    from wiredump.cli.app import make_options
+    from wiredump.cli.options import make_options
 
     make_options(decode_as)  # validates the protocol names
     if "-" in captures:

@@ -18,9 +18,10 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, app, make_options
+from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, app
 from wiredump.cli.escape import escape
 from wiredump.cli.notes import truncation
+from wiredump.cli.options import make_options
 from wiredump.cli.output import Out
 from wiredump.cli.render import (
     endpoint,

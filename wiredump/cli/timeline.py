@@ -15,9 +15,11 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, UsageError, app, make_options
+from wiredump.cli.app import EXIT_INPUT, Captures, DecodeAs, app
 from wiredump.cli.columns import ColumnsError, FieldColumns, parse_options
-from wiredump.cli.notes import CaptureNotes, truncation
+from wiredump.cli.entry import UsageError
+from wiredump.cli.notes import CaptureNotes, report, truncation
+from wiredump.cli.options import make_options
 from wiredump.cli.output import Out
 from wiredump.cli.plain import (
     SHOWN_ANOMALIES,
@@ -25,7 +27,6 @@ from wiredump.cli.plain import (
     plain_native,
     progress_shown,
     renderer_allowed,
-    report,
 )
 from wiredump.cli.render import (
     TIME_FORMATS,
