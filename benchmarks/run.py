@@ -84,10 +84,15 @@ def count_packets(path: Path) -> int:
 
 
 def timed(
-    name: str, argv: list[str], packets: int, stdout_path: Path | None = None, nbytes: int = 0
+    name: str,
+    argv: list[str],
+    packets: int,
+    stdout_path: Path | None = None,
+    nbytes: int = 0,
+    extra_env: dict[str, str] | None = None,
 ) -> Result:
     out = open(stdout_path, "wb") if stdout_path else subprocess.DEVNULL
-    env = dict(os.environ, CI="true")
+    env = dict(os.environ, CI="true", **(extra_env or {}))
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE, env=env)
     assert proc.stderr is not None
@@ -143,34 +148,44 @@ def best(runs: list[Result]) -> Result:
     )
 
 
-def one_size(label: str, cap: Path, packets: int, tmp: Path, workers: int, repeat: int = 1) -> list[Result]:
-    """tshark and wiredump, timeline and export, on one capture: the four commands side by side,
-    each run `repeat` times in turn (tshark, wiredump, tshark, …) so that a slow spell of the
-    machine falls on both tools alike."""
+PYARROW_WRITER = {"WIREDUMP_PARQUET_WRITER": "pyarrow"}
+"""The export with pyarrow's Parquet writer (`parquet_settings.WRITER_ENV`) instead of the
+engine's, timed beside it while both exist."""
+
+
+def one_size(
+    label: str, cap: Path, packets: int, tmp: Path, workers: int, repeat: int = 1, pyarrow: bool = False
+) -> list[Result]:
+    """tshark and wiredump, timeline and export, on one capture: the four commands side by side
+    (five with `pyarrow`: the export with pyarrow's writer too), each run `repeat` times in turn
+    (tshark, wiredump, tshark, …) so that a slow spell of the machine falls on both tools alike."""
     size = cap.stat().st_size
-    commands: list[tuple[str, list[str], Path | None]] = []
+    commands: list[tuple[str, list[str], Path | None, dict[str, str] | None]] = []
     if shutil.which("tshark"):
         commands.append(
-            (f"[{label}] tshark -r X -n > file", ["tshark", "-r", str(cap), "-n"], tmp / "t1.txt")
+            (f"[{label}] tshark -r X -n > file", ["tshark", "-r", str(cap), "-n"], tmp / "t1.txt", None)
         )
         commands.append(
             (
                 f"[{label}] tshark -T fields -e api_key -e correlation_id",
                 ["tshark", "-r", str(cap), "-n", *TSHARK_FIELDS],
                 tmp / "t2.txt",
+                None,
             )
         )
-    commands.append((f"[{label}] wiredump X > file", [*wiredump(), str(cap)], tmp / "w1.txt"))
+    commands.append((f"[{label}] wiredump X > file", [*wiredump(), str(cap)], tmp / "w1.txt", None))
     export = [*wiredump(), "export", str(cap), "-o", str(tmp / f"out-{label}")]
     if workers:
         export += ["--workers", str(workers)]
-    commands.append((f"[{label}] wiredump export X -o DIR", export, None))
-    runs: dict[str, list[Result]] = {name: [] for name, _, _ in commands}
+    commands.append((f"[{label}] wiredump export X -o DIR", export, None, None))
+    if pyarrow:
+        commands.append((f"[{label}] wiredump export (pyarrow writer)", export, None, PYARROW_WRITER))
+    runs: dict[str, list[Result]] = {name: [] for name, *_ in commands}
     for _ in range(max(1, repeat)):
-        for name, argv, out in commands:
-            runs[name].append(timed(name, argv, packets, out, size))
+        for name, argv, out, env in commands:
+            runs[name].append(timed(name, argv, packets, out, size, env))
             shutil.rmtree(tmp / f"out-{label}", ignore_errors=True)
-    return [best(runs[name]) for name, _, _ in commands]
+    return [best(runs[name]) for name, *_ in commands]
 
 
 def ratios(label: str, results: list[Result]) -> list[str]:
@@ -215,6 +230,11 @@ def main() -> None:
     ap.add_argument("--spark", action="store_true", help="also time spark export with 1 and 2 cores")
     ap.add_argument("--workers", type=int, default=0, help="pass --workers N to wiredump export")
     ap.add_argument(
+        "--pyarrow-writer",
+        action="store_true",
+        help="also time the export with pyarrow's Parquet writer (WIREDUMP_PARQUET_WRITER=pyarrow)",
+    )
+    ap.add_argument(
         "--repeat",
         type=int,
         default=1,
@@ -253,7 +273,7 @@ def main() -> None:
             sizes.append((f"{args.scale}x", big, count_packets(big)))
         for i, (label, path, n) in enumerate(sizes):
             repeat = args.repeat if i == 0 or args.repeat_scaled is None else args.repeat_scaled
-            results += one_size(label, path, n, tmp, args.workers, repeat)
+            results += one_size(label, path, n, tmp, args.workers, repeat, args.pyarrow_writer)
             for f in tmp.glob("*.txt"):
                 f.unlink()
         if args.spark:

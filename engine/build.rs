@@ -506,7 +506,7 @@ mod tables {
                 let again = match ty {
                     "string" | "binary" => ctor
                         .replace("ROWS", "a.len()")
-                        .replace("BYTES", "again_bytes(a.value_data().len())"),
+                        .replace("BYTES", "again_bytes(a.value_data().len(), room_max)"),
                     _ => ctor.replace("ROWS", "a.len()"),
                 };
                 let _ = writeln!(
@@ -525,7 +525,7 @@ mod tables {
             );
             let _ = writeln!(
                 out,
-                "impl Columns for {strukt} {{\n    const DECL: &'static TableDecl = &{upper};\n\n    fn new(rows: usize) -> Self {{\n        {strukt}::with_capacity(rows)\n    }}\n\n    fn finish(&mut self) -> Vec<ArrayRef> {{\n        vec![\n{finish}        ]\n    }}\n}}\n"
+                "impl Columns for {strukt} {{\n    const DECL: &'static TableDecl = &{upper};\n\n    fn new(rows: usize) -> Self {{\n        {strukt}::with_capacity(rows)\n    }}\n\n    fn finish(&mut self, room_max: usize) -> Vec<ArrayRef> {{\n        let _ = room_max;\n        vec![\n{finish}        ]\n    }}\n}}\n"
             );
         }
         let _ = writeln!(out, "/// Every table, in declaration order.");

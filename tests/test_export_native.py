@@ -136,9 +136,15 @@ def test_partitions_same(tmp_path: Path) -> None:
     _assert_same_files(tmp_path / "a", tmp_path / "b", "parquet", ("partitions",))
 
 
-def test_cli_takes_the_fast_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """`wiredump export` writes the fast path's files and reports its counts (typer's run ends
-    in `SystemExit(0)`, the short way in `entry.main` by returning)."""
+def test_cli_takes_the_fast_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`wiredump export` with pyarrow's writer writes the fast path's files and reports its
+    counts (typer's run ends in `SystemExit(0)`, the short way in `entry.main` by returning).
+    The engine's writer, the default, is tests/test_engine_parquet.py's."""
+    from wiredump.dissect.parquet_settings import WRITER_ENV
+
+    monkeypatch.setenv(WRITER_ENV, "pyarrow")
     paths = [str(p) for p in sorted(SAMPLES.glob("*.pcap"))]
     r = run_cli(capsys, "export", *paths, "-o", str(tmp_path / "cli"))
     assert r.code == 0

@@ -86,6 +86,11 @@ pub struct TableOptions {
     pub batch_rows: usize,
     /// …or this many estimated bytes (after the record that crossed the bound).
     pub batch_bytes: usize,
+    /// Whether a messages batch may end inside a frame's messages. The reference cuts after a
+    /// frame (so pyarrow's files, one row group per batch, are the same from either); the
+    /// engine's own writer makes its row groups apart from the batches, and a Fetch response
+    /// of 25,000 records then never holds more than a batch of them in the builders.
+    pub cut_anywhere: bool,
 }
 
 impl Default for TableOptions {
@@ -94,6 +99,7 @@ impl Default for TableOptions {
             values: false,
             batch_rows: BATCH_ROWS,
             batch_bytes: BATCH_BYTES,
+            cut_anywhere: false,
         }
     }
 }
@@ -123,11 +129,11 @@ impl<C: Columns> Buffer<C> {
         self.rows >= o.batch_rows || self.nbytes >= o.batch_bytes
     }
 
-    fn take(&mut self) -> Result<RecordBatch, ArrowError> {
+    fn take(&mut self, o: &TableOptions) -> Result<RecordBatch, ArrowError> {
         self.count += self.rows as u64;
         self.rows = 0;
         self.nbytes = 0;
-        RecordBatch::try_new(self.schema.clone(), self.cols.finish())
+        RecordBatch::try_new(self.schema.clone(), self.cols.finish(o.batch_bytes))
     }
 }
 
@@ -201,10 +207,14 @@ impl TableSet {
                     o.values,
                     &mut self.message_detail,
                 );
+                self.messages.rows += 1;
+                if o.cut_anywhere && self.messages.full(&o) {
+                    let b = self.messages.take(&o)?;
+                    self.ready.push_back((Table::Messages, b));
+                }
             }
-            self.messages.rows += f.messages.len();
             if self.messages.full(&o) {
-                let b = self.messages.take()?;
+                let b = self.messages.take(&o)?;
                 self.ready.push_back((Table::Messages, b));
             }
         }
@@ -215,44 +225,47 @@ impl TableSet {
             self.partitions.rows += parts.len();
             self.partitions.nbytes += ROW_OVERHEAD * parts.len();
             if self.partitions.full(&o) {
-                let b = self.partitions.take()?;
+                let b = self.partitions.take(&o)?;
                 self.ready.push_back((Table::Partitions, b));
             }
         }
         if self.frames.full(&o) {
-            let b = self.frames.take()?;
+            let b = self.frames.take(&o)?;
             self.ready.push_back((Table::Frames, b));
         }
         Ok(())
     }
 
     pub fn anomaly(&mut self, capture: &str, a: &Anomaly) -> Result<(), ArrowError> {
+        let o = self.options;
         self.anomalies.nbytes += rows::anomaly(&mut self.anomalies.cols, capture, a);
         self.anomalies.rows += 1;
         if self.anomalies.full(&self.options) {
-            let b = self.anomalies.take()?;
+            let b = self.anomalies.take(&o)?;
             self.ready.push_back((Table::Anomalies, b));
         }
         Ok(())
     }
 
     pub fn exchange(&mut self, capture: &str, e: &Exchange) -> Result<(), ArrowError> {
+        let o = self.options;
         rows::exchange(&mut self.exchanges.cols, capture, e);
         self.exchanges.rows += 1;
         self.exchanges.nbytes += ROW_OVERHEAD;
         if self.exchanges.full(&self.options) {
-            let b = self.exchanges.take()?;
+            let b = self.exchanges.take(&o)?;
             self.ready.push_back((Table::Exchanges, b));
         }
         Ok(())
     }
 
     pub fn connection(&mut self, capture: &str, c: &ConnectionSummary) -> Result<(), ArrowError> {
+        let o = self.options;
         rows::connection(&mut self.connections.cols, capture, c);
         self.connections.rows += 1;
         self.connections.nbytes += ROW_OVERHEAD;
         if self.connections.full(&self.options) {
-            let b = self.connections.take()?;
+            let b = self.connections.take(&o)?;
             self.ready.push_back((Table::Connections, b));
         }
         Ok(())
@@ -270,14 +283,15 @@ impl TableSet {
 
     /// Cuts every non-empty table's last batch (in declaration order) into the ready queue.
     pub fn finish(&mut self) -> Result<(), ArrowError> {
+        let o = self.options;
         for t in Table::ALL {
             let b = match t {
-                Table::Frames if self.frames.rows > 0 => self.frames.take()?,
-                Table::Exchanges if self.exchanges.rows > 0 => self.exchanges.take()?,
-                Table::Messages if self.messages.rows > 0 => self.messages.take()?,
-                Table::Anomalies if self.anomalies.rows > 0 => self.anomalies.take()?,
-                Table::Connections if self.connections.rows > 0 => self.connections.take()?,
-                Table::Partitions if self.partitions.rows > 0 => self.partitions.take()?,
+                Table::Frames if self.frames.rows > 0 => self.frames.take(&o)?,
+                Table::Exchanges if self.exchanges.rows > 0 => self.exchanges.take(&o)?,
+                Table::Messages if self.messages.rows > 0 => self.messages.take(&o)?,
+                Table::Anomalies if self.anomalies.rows > 0 => self.anomalies.take(&o)?,
+                Table::Connections if self.connections.rows > 0 => self.connections.take(&o)?,
+                Table::Partitions if self.partitions.rows > 0 => self.partitions.take(&o)?,
                 _ => continue,
             };
             self.ready.push_back((t, b));
@@ -299,4 +313,4 @@ impl TableSet {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

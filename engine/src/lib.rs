@@ -40,6 +40,8 @@ pub mod detail_json;
 // `tables.py`'s `TableBuilder`).
 #[cfg(feature = "arrow")]
 pub mod arrow_out;
+#[cfg(feature = "parquet")]
+pub mod parquet_out;
 
 // The protocols, one module each (named nowhere else but the registry).
 pub mod kafka;

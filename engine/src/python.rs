@@ -312,8 +312,10 @@ mod arrow;
 mod convert;
 mod dissector;
 mod from_py;
+mod heap;
 mod kafka;
 pub(crate) mod model;
+mod parquet;
 mod timeline;
 
 /// The native engine's version.
@@ -322,46 +324,17 @@ fn version() -> &'static str {
     crate::VERSION
 }
 
-/// glibc's allocator gives memory back to the system as soon as the top of its heap is free
-/// (128 KiB at first) and serves big allocations by mappings of their own: a capture's 64 KiB
-/// loopback segments and multi-segment frames then take fresh pages again and again, each
-/// zeroed by the kernel on first touch (perf on the plain timeline of the 224 MB benchmark
-/// capture: page clearing and faults ~6% of the run, 21,300 page faults). Freed memory is kept
-/// for the next allocation instead, up to 64 MiB at the top of the heap, and allocations below
-/// 8 MiB come from the heap (10,600 faults). Bigger ones keep their own mappings, which grow
-/// in place: with 32 MiB (glibc's maximum) the hostile set's 100 MB frames peaked ~35 MB
-/// higher, with 8 MiB within ~8 MB of before (`benchmarks/hostile.py --only pulsar-max-frame
-/// kafka-max-record`).
-fn keep_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        use std::os::raw::c_int;
-        extern "C" {
-            fn mallopt(param: c_int, value: c_int) -> c_int;
-        }
-        const M_TRIM_THRESHOLD: c_int = -1;
-        const M_MMAP_THRESHOLD: c_int = -3;
-        // SAFETY: `mallopt` is glibc's (this block is compiled for linux-gnu only), takes two
-        // integers by value, touches no memory of ours and is safe to call at any time from any
-        // thread (it takes the arena lock); an out-of-range value is refused (returns 0), which
-        // leaves the allocator as it was.
-        unsafe {
-            mallopt(M_TRIM_THRESHOLD, 64 << 20);
-            mallopt(M_MMAP_THRESHOLD, 8 << 20);
-        }
-    }
-}
-
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // A panic in protocol code is reported as an `internal_error` anomaly; it is not printed too.
     crate::shield::quiet_shielded_panics();
-    keep_freed_memory();
+    heap::keep_freed_memory();
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_class::<StreamReader>()?;
     kafka::register(m)?;
     dissector::register(m)?;
     arrow::register(m)?;
+    parquet::register(m)?;
     timeline::register(m)?;
     Ok(())
 }

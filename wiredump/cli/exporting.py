@@ -26,17 +26,27 @@ def export_native(
 ) -> tuple[dict[str, int], list[Any]]:
     """The export on the native engine, one process: the tables are built in Rust.
 
-    Each capture's records go from the engine into the Rust table builders and leave as
-    record batches the writers write (`TableSet.add_native`), with no Python object per frame.
+    Each capture's records go from the engine into the Rust table builders, with no Python
+    object per frame; the engine writes Parquet itself (`EngineTables`, unless
+    `parquet_settings.WRITER_ENV` says pyarrow), JSON lines leave as record batches that
+    `TableSet.add_native` writes.
     Returns the rows per table and each capture's `pipeline.CaptureEnd`.
     """
+    from wiredump.dissect.parquet_settings import engine_writes
     from wiredump.dissect.pipeline import open_source
-    from wiredump.dissect.tables import TableSet
 
     run = Run(captures, options, progress=progress and Progress.wanted(), times=False)
     ends: list[Any] = []
     try:
-        tables = TableSet(out, fmt=fmt, values=values)
+        tables: Any
+        if fmt == "parquet" and engine_writes():
+            from wiredump.dissect.engine_tables import EngineTables
+
+            tables = EngineTables(out, values=values)
+        else:
+            from wiredump.dissect.tables import TableSet
+
+            tables = TableSet(out, fmt=fmt, values=values)
         try:
             for path, size in zip(run.paths, run.sizes, strict=True):
                 dissector = open_source(path, options)

@@ -32,6 +32,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from wiredump.dissect import parquet_settings
 from wiredump.dissect.columns import TS_MS, TS_US, ColumnDecl, declared, schema  # noqa: F401 (TS_*: kept importable from here)
 from wiredump.dissect.model import Anomaly, ConnectionSummary, Exchange, Frame, Message
 from wiredump.dissect.writer_thread import BackgroundWriter
@@ -459,46 +460,15 @@ def record_batches(events: Iterable[Any], values: bool = False) -> Iterator[tupl
 
 # -- writers ---------------------------------------------------------------------------------------
 _ALL_COLUMNS = sorted({n for s in SCHEMAS.values() for n in s.names})
-_BLOB_COLUMNS = frozenset({"detail", "summary", "key", "value", "headers"})
-"""Columns of long, nearly unique text or bytes (a decode's JSON, a timeline line, message keys
-and values): their min/max statistics prune no row group, and each row group's footer entry
-would hold copies of two of them."""
-_DICTIONARY_COLUMNS = (
-    "capture",
-    "src",
-    "dst",
-    "protocol",
-    "role",
-    "kind",
-    "type",
-    "status",
-    "error",
-    "topic",
-    "direction",
-    "compression",
-    "client",
-    "server",
-    "state",
-)
-"""Text columns with few distinct values: dictionary-encoded (readers get categoricals)."""
-
 PARQUET_OPTIONS: dict[str, Any] = {
-    "compression": "zstd",
-    "compression_level": 3,
-    "write_statistics": [c for c in _ALL_COLUMNS if c not in _BLOB_COLUMNS],
-    "use_dictionary": list(_DICTIONARY_COLUMNS),
+    "compression": parquet_settings.COMPRESSION,
+    "compression_level": parquet_settings.ZSTD_LEVEL,
+    "write_statistics": [c for c in _ALL_COLUMNS if c not in parquet_settings.BLOB_COLUMNS],
+    "use_dictionary": list(parquet_settings.DICTIONARY_COLUMNS),
+    "data_page_size": parquet_settings.PAGE_BYTES,
 }
-"""The Parquet writer settings every export uses (fixed, so output is reproducible).
-
-Why not dictionaries and statistics everywhere (as before 2026-11-24): measured by rewriting
-the benchmark capture's tables row group by row group (frames, messages, exchanges,
-partitions), dictionaries on every column and statistics on every column took 1.63 s of CPU
-for 27.6 MB with a 1,076 KB footer; dictionaries on the low-cardinality text columns only and
-no statistics on the blob columns take 1.23 s for 19.1 MB with an 805 KB footer (the values
-read back equal). Dictionaries on numbers and on unique text cost time and bytes (each row
-group's dictionary page is built, then abandoned); statistics on `detail` kept two ~0.5 KB
-strings per row group in the footer, which the writer holds in memory until it closes, so it
-grew with the capture. Names absent from a table are ignored by the writer."""
+"""pyarrow's writer settings, from `parquet_settings` (the declaration the engine's writer takes
+too; fixed, so output is reproducible). Names absent from a table are ignored by the writer."""
 
 
 class TableWriter:

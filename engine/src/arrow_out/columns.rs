@@ -95,7 +95,9 @@ pub trait Columns {
     /// Empty builders, sized for `rows` rows.
     fn new(rows: usize) -> Self;
     /// The arrays built so far, in declaration order; the builders start over empty.
-    fn finish(&mut self) -> Vec<ArrayRef>;
+    /// The rows so far as arrays; each builder is made again with room for the next batch
+    /// (at most `room_max` value bytes per column).
+    fn finish(&mut self, room_max: usize) -> Vec<ArrayRef>;
 }
 
 /// The builder of a `map<string, binary>` column, with pyarrow's field names.
@@ -113,17 +115,13 @@ fn headers_builder() -> HeadersBuilder {
 /// Room for the text or binary values of the next batch of a column whose last batch took
 /// `last` bytes: that and an eighth more (batches are cut at about the same size, and a
 /// value buffer that overflows is copied whole into one twice as large). At most
-/// [`AGAIN_BYTES_MAX`]: one batch made of a few huge values does not make every later batch
-/// reserve as much.
-fn again_bytes(last: usize) -> usize {
-    (last + last / 8).min(AGAIN_BYTES_MAX)
+/// `room_max`, the batches' byte bound (`TableOptions::batch_bytes`): a batch holding one huge
+/// frame (a Fetch response of 25,000 records) goes past it; the batches after it are ordinary
+/// and must not keep that much room (measured with heaptrack: ~15 MB of the export's peak heap
+/// on the benchmark capture at 4 MiB).
+fn again_bytes(last: usize, room_max: usize) -> usize {
+    (last + last / 8).min(room_max)
 }
-
-/// The most value bytes a builder reserves from the size of the batch before: a batch's byte
-/// bound (`BATCH_BYTES`, 4 MiB). A batch holding one huge frame (a Fetch response of 25,000
-/// records) goes past it; the batches after it are ordinary and must not keep that much room
-/// (measured with heaptrack: ~15 MB of the export's peak heap on the benchmark capture).
-pub const AGAIN_BYTES_MAX: usize = super::BATCH_BYTES;
 
 include!(concat!(env!("OUT_DIR"), "/table_columns.rs"));
 
@@ -158,7 +156,7 @@ mod tests {
     fn generated_builders_make_the_declared_types() {
         // An empty batch of each table: the builders' arrays must have the declared types.
         fn check<C: Columns>() {
-            let arrays = C::new(0).finish();
+            let arrays = C::new(0).finish(0);
             let schema = C::DECL.schema();
             assert_eq!(arrays.len(), schema.fields().len());
             for (a, f) in arrays.iter().zip(schema.fields()) {

@@ -42,12 +42,44 @@ fn headers(b: &mut HeadersBuilder, h: Option<&Headers>) {
     }
 }
 
+/// Where a frame's body text goes in the `detail` written around it: NUL, which JSON text never
+/// holds raw (a string's control characters are written escaped).
+const BODY_MARK: &str = "\0";
+
 /// A frames row; returns its estimated size (`ROW_OVERHEAD + len(detail) + len(summary)`).
 /// `detail` is a scratch buffer for the JSON text, reused from row to row.
+///
+/// A body given as text ([`Frame::body_text`], megabytes for a big Fetch response) goes from
+/// the frame into the column directly: the scratch holds the frame's other fields with a mark
+/// where the body goes (where each field named `body` goes), and the column gets the text
+/// around the marks and the body in their place.
 pub fn frame(c: &mut FramesColumns, capture: &str, f: &Frame, detail: &mut String) -> usize {
-    write_frame_json(detail, &f.fields, f.body_text.as_deref());
-    let detail = detail.as_str();
-    let size = ROW_OVERHEAD + chars(detail) + chars(&f.summary);
+    use std::fmt::Write;
+    let body = f.body_text.as_deref();
+    write_frame_json(detail, &f.fields, body.map(|_| BODY_MARK));
+    let detail_chars = match body {
+        Some(text) => {
+            // Writing into a string builder cannot fail (it appends to a byte buffer).
+            let mut pieces = detail.split(BODY_MARK);
+            let head = pieces.next().unwrap_or_default();
+            let _ = c.detail.write_str(head);
+            let mut n = chars(head);
+            let mut text_chars = None;
+            for piece in pieces {
+                let _ = c.detail.write_str(text);
+                n += *text_chars.get_or_insert_with(|| chars(text));
+                let _ = c.detail.write_str(piece);
+                n += chars(piece);
+            }
+            c.detail.append_value("");
+            n
+        }
+        None => {
+            c.detail.append_value(detail.as_str());
+            chars(detail)
+        }
+    };
+    let size = ROW_OVERHEAD + detail_chars + chars(&f.summary);
     c.capture.append_value(capture);
     c.packet.append_option(i64_of(f.packet));
     c.first_packet.append_option(i64_of(f.first_packet));
@@ -71,7 +103,6 @@ pub fn frame(c: &mut FramesColumns, capture: &str, f: &Frame, detail: &mut Strin
     c.peer_packet.append_option(f.peer_packet.and_then(i64_of));
     c.latency_us.append_option(f.latency_us);
     c.summary.append_value(&f.summary);
-    c.detail.append_value(detail);
     size
 }
 

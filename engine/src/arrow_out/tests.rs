@@ -15,7 +15,7 @@ use crate::model::{
     Role, Status, Value,
 };
 
-fn frame(packet: u64, messages: usize) -> Frame {
+pub(crate) fn frame(packet: u64, messages: usize) -> Frame {
     let mut f = Frame::new("kafka", "Produce", 0);
     f.kind = Kind::Request;
     f.version = Some(9);
@@ -140,6 +140,7 @@ fn batches_are_cut_at_the_row_bound_after_the_frame_that_crosses_it() {
         values: false,
         batch_rows: 10,
         batch_bytes: usize::MAX,
+        cut_anywhere: false,
     });
     for p in 1..=25 {
         set.frame("c", &frame(p + 1, 4)).unwrap();
@@ -159,12 +160,61 @@ fn batches_are_cut_at_the_row_bound_after_the_frame_that_crosses_it() {
 }
 
 #[test]
+fn with_cut_anywhere_a_frames_messages_are_cut_at_the_bound_itself() {
+    let mut set = TableSet::new(TableOptions {
+        values: false,
+        batch_rows: 10,
+        batch_bytes: usize::MAX,
+        cut_anywhere: true,
+    });
+    for p in 1..=25 {
+        set.frame("c", &frame(p + 1, 4)).unwrap();
+    }
+    let out = all(&mut set);
+    let messages: Vec<&RecordBatch> = out
+        .iter()
+        .filter(|(t, _)| *t == Table::Messages)
+        .map(|(_, b)| b)
+        .collect();
+    // 100 messages in batches of exactly 10, the third frame's split 2 + 2.
+    assert_eq!(
+        messages.iter().map(|b| b.num_rows()).collect::<Vec<_>>(),
+        [10; 10]
+    );
+    let packets = |b: &RecordBatch| {
+        b.column_by_name("packet")
+            .unwrap()
+            .as_primitive::<Int64Type>()
+            .values()
+            .to_vec()
+    };
+    assert_eq!(packets(messages[0]), [2, 2, 2, 2, 3, 3, 3, 3, 4, 4]);
+    assert_eq!(packets(messages[1]), [4, 4, 5, 5, 5, 5, 6, 6, 6, 6]);
+    // Each row keeps its place in its frame, across the cut.
+    let deltas = messages[1]
+        .column_by_name("offset_delta")
+        .unwrap()
+        .as_primitive::<Int64Type>()
+        .values()
+        .to_vec();
+    assert_eq!(deltas, [2, 3, 0, 1, 2, 3, 0, 1, 2, 3]);
+    // Frames are still cut after the frame that reaches the bound.
+    let frames: Vec<usize> = out
+        .iter()
+        .filter(|(t, _)| *t == Table::Frames)
+        .map(|(_, b)| b.num_rows())
+        .collect();
+    assert_eq!(frames, [10, 10, 5]);
+}
+
+#[test]
 fn batches_are_cut_at_the_byte_bound() {
     // Each anomaly costs ROW_OVERHEAD + its detail's characters (é is one, as Python counts).
     let mut set = TableSet::new(TableOptions {
         values: false,
         batch_rows: usize::MAX,
         batch_bytes: 3 * (ROW_OVERHEAD + 4),
+        cut_anywhere: false,
     });
     for p in 1..=7 {
         let mut a = Anomaly::new("gap", "abcé");

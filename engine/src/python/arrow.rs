@@ -145,6 +145,7 @@ impl TableRecords {
             values,
             batch_rows,
             batch_bytes,
+            cut_anywhere: false,
         };
         let mut set = TableSet::new(options);
         let mut per_table: Vec<Vec<RecordBatch>> = vec![Vec::new(); Table::ALL.len()];

@@ -18,6 +18,7 @@ use pyo3::types::{PyBytes, PyDict};
 use super::arrow::ArrowStream;
 use super::convert::{self, Classes};
 use super::model;
+use super::parquet::ParquetTables;
 use super::{capture_error, PyReader};
 use crate::arrow_out::{Table, TableOptions, TableSet, BATCH_BYTES, BATCH_ROWS};
 use crate::capture::{CaptureReader, Input, OwnedRecord, RecordSource};
@@ -570,14 +571,17 @@ unsafe impl Sink for Tables<'_> {
 
 #[pymethods]
 impl TableFeed {
+    /// `cut_anywhere`: batches may end inside a frame's messages (for the engine's own writer,
+    /// see [`TableOptions::cut_anywhere`]).
     #[new]
-    #[pyo3(signature = (values=false, batch_rows=BATCH_ROWS, batch_bytes=BATCH_BYTES))]
-    fn new(values: bool, batch_rows: usize, batch_bytes: usize) -> Self {
+    #[pyo3(signature = (values=false, batch_rows=BATCH_ROWS, batch_bytes=BATCH_BYTES, cut_anywhere=false))]
+    fn new(values: bool, batch_rows: usize, batch_bytes: usize, cut_anywhere: bool) -> Self {
         TableFeed {
             set: TableSet::new(TableOptions {
                 values,
                 batch_rows,
                 batch_bytes,
+                cut_anywhere,
             }),
             end: None,
         }
@@ -608,6 +612,38 @@ impl TableFeed {
                 StretchEnd::Hook => {}
             }
         }
+    }
+
+    /// Dissects `dissector`'s whole capture, sending each batch to `files` as it is cut (the
+    /// engine-written export: no batch crosses into Python). The last partial batches stay
+    /// until `finish_into`. Signals (Ctrl-C) are checked between batches.
+    fn pump_into(
+        &mut self,
+        py: Python<'_>,
+        dissector: &Bound<'_, Dissector>,
+        files: &Bound<'_, ParquetTables>,
+    ) -> PyResult<()> {
+        dissector.borrow_mut().run.text_detail();
+        loop {
+            let mut sink = Tables {
+                set: &mut self.set,
+                end: &mut self.end,
+            };
+            let outcome = stretch(py, dissector, &mut sink).map_err(table_error)?;
+            Self::hook(py, dissector)?;
+            files.borrow_mut().send_ready(py, &mut self.set)?;
+            match outcome {
+                StretchEnd::CaptureRead => return Ok(()),
+                StretchEnd::Ready | StretchEnd::Hook => py.check_signals()?,
+            }
+        }
+    }
+
+    /// The last, partial batch of every table sent to `files` (call once, at the end, then
+    /// `files.close()`).
+    fn finish_into(&mut self, py: Python<'_>, files: &Bound<'_, ParquetTables>) -> PyResult<()> {
+        self.set.finish().map_err(table_error)?;
+        files.borrow_mut().send_ready(py, &mut self.set)
     }
 
     /// The end of the capture last pumped to its end: `(name, packets, truncated,
