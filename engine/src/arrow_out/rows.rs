@@ -45,6 +45,8 @@ fn headers(b: &mut HeadersBuilder, h: Option<&Headers>) {
 /// Where a frame's body text goes in the `detail` written around it: NUL, which JSON text never
 /// holds raw (a string's control characters are written escaped).
 const BODY_MARK: &str = "\0";
+/// [`BODY_MARK`] as the char it is: split on a char, the text is searched with `memchr`.
+const BODY_MARK_CHAR: char = '\0';
 
 /// A frames row; returns its estimated size (`ROW_OVERHEAD + len(detail) + len(summary)`).
 /// `detail` is a scratch buffer for the JSON text, reused from row to row.
@@ -60,7 +62,7 @@ pub fn frame(c: &mut FramesColumns, capture: &str, f: &Frame, detail: &mut Strin
     let detail_chars = match body {
         Some(text) => {
             // Writing into a string builder cannot fail (it appends to a byte buffer).
-            let mut pieces = detail.split(BODY_MARK);
+            let mut pieces = detail.split(BODY_MARK_CHAR);
             let head = pieces.next().unwrap_or_default();
             let _ = c.detail.write_str(head);
             let mut n = chars(head);
