@@ -5,7 +5,7 @@
 //! writes one row group per call, so an export of bounded batches grew with the capture (the
 //! benchmark capture's tables made 460 row groups; ten times the capture, ten times the
 //! metadata). The Rust writer buffers a row group's pages *compressed* and cuts it at a byte
-//! bound of its own, so the batches stay small (the engine's memory) and the files keep a few
+//! bound apart from the batches, so the batches stay small (the engine's memory) and the files keep a few
 //! large row groups (the footer's memory). And the export no longer loads Arrow C++ at all
 //! (~50 MB of the process's memory, ~0.15 s of its start).
 //!
@@ -42,8 +42,9 @@ pub struct WriteSettings {
     pub no_statistics: Vec<String>,
     /// A row group is closed once it holds this many rows…
     pub row_group_rows: usize,
-    /// …or once its pages, encoded and compressed, take about this many bytes (what it holds
-    /// in memory until it is written).
+    /// …or once its size by the Arrow writer's estimate reaches this many bytes (its pages
+    /// compressed so far and each column's values not yet compressed: about what it holds in
+    /// memory until it is written).
     pub row_group_bytes: usize,
     /// A column's page is compressed once its values take this many bytes: what each open
     /// column holds uncompressed (every table's columns are open at once).

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 
 COMPRESSION = "zstd"
+"""pyarrow's codec name; the engine's writer writes zstd only (it takes the level)."""
 ZSTD_LEVEL = 1
 """zstd at level 1: the benchmark capture's 720 MB of tables in 24 MB (level 3: 22 MB; lz4:
 51 MB, snappy: 75 MB) for about the CPU time of writing them uncompressed. Why not level 3:
@@ -54,11 +55,11 @@ ROW_GROUP_ROWS = 1 << 20
 """The engine's writer closes a row group at this many rows (pyarrow's own default cap)…"""
 
 ROW_GROUP_BYTES = 2 << 20
-"""…or once its pages, encoded and compressed, take about 2 MiB: what the writer holds in memory
-per table until the row group is written (~50 MB of the benchmark capture's frames before
-compression, ~90,000 rows). Its frames make 7 row groups where pyarrow's writer made 158, ten
-times the capture ~70; the record batches the engine cuts stay small whatever the row groups
-are."""
+"""…or once its size by the writer's estimate (pages compressed so far, plus each column's values
+not yet compressed) reaches 2 MiB: what the writer holds in memory per table until the row
+group is written. The benchmark capture's frames make 33 row groups (~18,000 rows, ~10 MB of
+text before compression, each) where pyarrow's writer made 158, ten times the capture 319 (a
+716 KB footer); the record batches the engine cuts stay small whatever the row groups are."""
 
 PAGE_BYTES = 256 << 10
 """A column's page is compressed once its values take this many bytes: what each column being

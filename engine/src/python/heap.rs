@@ -1,7 +1,8 @@
 //! How the process's allocator (glibc's) keeps and returns memory, for the engine's workloads.
 //!
-//! Two settings made once, when the module loads ([`keep_freed_memory`]), and one watch the
-//! engine-written export runs as it goes ([`HeapWatch`]). Elsewhere than Linux with glibc these
+//! Two settings made when the module loads ([`keep_freed_memory`]), another when the
+//! engine-written export starts ([`map_big_blocks`]), and a watch that export runs as it goes
+//! ([`HeapWatch`]). Elsewhere than Linux with glibc these
 //! do nothing.
 
 /// glibc's allocator gives memory back to the system as soon as the top of its heap is free
@@ -9,16 +10,29 @@
 /// loopback segments and multi-segment frames then take fresh pages again and again, each
 /// zeroed by the kernel on first touch (perf on the plain timeline of the 224 MB benchmark
 /// capture: page clearing and faults ~6% of the run, 21,300 page faults). Freed memory is kept
-/// for the next allocation instead, up to 64 MiB at the top of the heap.
-///
-/// Allocations of 1 MiB and more keep mappings of their own (glibc's default threshold rises
-/// to 32 MiB as such blocks are freed): a big frame's buffers, its text and its records (a
-/// Fetch response of 25,000 records takes ~60 MB for a moment) then leave no holes in the
-/// heap when they are freed. Measured on the benchmark capture's export: peak RSS 138 → 113
-/// MB at 1 MiB (8 MiB before), ten times the capture 174 → 152 MB, the same CPU time; the
-/// plain timeline the same (1.01 s, 43 MB). With 32 MiB (glibc's maximum) the hostile set's
-/// 100 MB frames peaked ~35 MB higher.
+/// for the next allocation instead, up to 64 MiB at the top of the heap, and allocations below
+/// 8 MiB come from the heap (10,600 faults). Bigger ones keep their own mappings, which grow
+/// in place: with 32 MiB (glibc's maximum) the hostile set's 100 MB frames peaked ~35 MB
+/// higher, with 8 MiB within ~8 MB of before (`benchmarks/hostile.py --only pulsar-max-frame
+/// kafka-max-record`). The engine-written export maps from 1 MiB ([`map_big_blocks`]).
 pub fn keep_freed_memory() {
+    set(64 << 20, 8 << 20);
+}
+
+/// Allocations of 1 MiB and more get mappings of their own, for the rest of the process: the
+/// engine-written export's setting, made when its files are created.
+///
+/// Why: the export frees and reuses big blocks on two threads (a big frame's buffers, its text
+/// and its records: a Fetch response of 25,000 records takes ~60 MB for a moment, and the
+/// writer's pages); from the heap they left holes the resident memory kept. Measured on the
+/// benchmark capture's export: peak RSS 138 → 113 MB, ten times the capture 174 → 152 MB (before
+/// [`HeapWatch`]), the same CPU time. The timeline keeps 8 MiB: its capture reader's buffers
+/// would be mapped and faulted in again for every chunk (1.00 → 1.02 s on the same capture).
+pub fn map_big_blocks() {
+    set(64 << 20, 1 << 20);
+}
+
+fn set(trim: usize, mmap: usize) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         use std::os::raw::c_int;
@@ -27,15 +41,18 @@ pub fn keep_freed_memory() {
         }
         const M_TRIM_THRESHOLD: c_int = -1;
         const M_MMAP_THRESHOLD: c_int = -3;
+        let as_int = |v: usize| c_int::try_from(v).unwrap_or(c_int::MAX);
         // SAFETY: `mallopt` is glibc's (this block is compiled for linux-gnu only), takes two
         // integers by value, touches no memory of ours and is safe to call at any time from any
         // thread (it takes the arena lock); an out-of-range value is refused (returns 0), which
         // leaves the allocator as it was.
         unsafe {
-            mallopt(M_TRIM_THRESHOLD, 64 << 20);
-            mallopt(M_MMAP_THRESHOLD, 1 << 20);
+            mallopt(M_TRIM_THRESHOLD, as_int(trim));
+            mallopt(M_MMAP_THRESHOLD, as_int(mmap));
         }
     }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = (trim, mmap);
 }
 
 /// Gives the pages of freed heap memory back to the system when they pile up: the export's

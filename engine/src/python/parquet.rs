@@ -64,6 +64,7 @@ impl ParquetTables {
             row_group_bytes,
             page_bytes,
         };
+        super::heap::map_big_blocks();
         let files = TableFiles::create(&directory, |t: Table| t.decl().schema(), &settings)
             .map_err(os_error)?;
         let files = BackgroundFiles::start(files).map_err(|error| {
