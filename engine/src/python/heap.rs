@@ -105,34 +105,61 @@ impl Default for HeapWatch {
     }
 }
 
+/// glibc's `mallinfo2` (2.33 and later), looked up when first asked: a module linked against it
+/// by name would not load at all on an older glibc, where the watch simply never trims.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn mallinfo2() -> Option<Mallinfo2> {
+    use std::os::raw::{c_char, c_void};
+    use std::sync::OnceLock;
+    extern "C" {
+        fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+    }
+    type Fn = unsafe extern "C" fn() -> Mallinfo2;
+    static FOUND: OnceLock<Option<Fn>> = OnceLock::new();
+    let f = FOUND.get_or_init(|| {
+        // SAFETY: `dlsym` with RTLD_DEFAULT (a null handle) searches the loaded objects for a
+        // NUL-terminated name and returns its address or null; a non-null address of glibc's
+        // `mallinfo2` is a function taking nothing and returning the struct declared below
+        // (glibc's `struct mallinfo2`, ten `size_t`), so the transmute gives it its own type.
+        unsafe {
+            let p = dlsym(std::ptr::null_mut(), c"mallinfo2".as_ptr());
+            (!p.is_null()).then(|| std::mem::transmute::<*mut c_void, Fn>(p))
+        }
+    });
+    // SAFETY: `f` is glibc's `mallinfo2` (above); it only reads the allocator's own state under
+    // its locks.
+    f.map(|f| unsafe { f() })
+}
+
+/// glibc's `struct mallinfo2`, field for field.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[repr(C)]
+#[allow(dead_code)] // read by glibc's layout; only two fields are used
+struct Mallinfo2 {
+    arena: usize,
+    ordblks: usize,
+    smblks: usize,
+    hblks: usize,
+    hblkhd: usize,
+    usmblks: usize,
+    fsmblks: usize,
+    uordblks: usize,
+    fordblks: usize,
+    keepcost: usize,
+}
+
 /// Resident memory minus the bytes malloc has handed out and not had back (heap and mappings).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn gap() -> Option<usize> {
-    #[repr(C)]
-    struct Mallinfo2 {
-        arena: usize,
-        ordblks: usize,
-        smblks: usize,
-        hblks: usize,
-        hblkhd: usize,
-        usmblks: usize,
-        fsmblks: usize,
-        uordblks: usize,
-        fordblks: usize,
-        keepcost: usize,
-    }
     extern "C" {
-        fn mallinfo2() -> Mallinfo2;
         fn sysconf(name: std::os::raw::c_int) -> std::os::raw::c_long;
     }
     const SC_PAGESIZE: std::os::raw::c_int = 30; // Linux's `_SC_PAGESIZE`
+    let info = mallinfo2()?;
     let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
     let pages: usize = statm.split_whitespace().nth(1)?.parse().ok()?;
-    // SAFETY: `sysconf` takes an integer by value and returns one (-1 for an unknown name);
-    // glibc's `mallinfo2` (glibc ≥ 2.33, linux-gnu only) takes no argument and returns a struct
-    // of ten `size_t` by value (declared here field for field, `repr(C)`); it only reads the
-    // allocator's own state under its locks.
-    let (page, info) = unsafe { (sysconf(SC_PAGESIZE), mallinfo2()) };
+    // SAFETY: `sysconf` takes an integer by value and returns one (-1 for an unknown name).
+    let page = unsafe { sysconf(SC_PAGESIZE) };
     let page = usize::try_from(page).ok().filter(|&p| p > 0)?;
     let live = info.uordblks + info.hblkhd;
     Some((pages * page).saturating_sub(live))
