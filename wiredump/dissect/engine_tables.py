@@ -41,7 +41,6 @@ class EngineTables:
             row_group_bytes=parquet_settings.ROW_GROUP_BYTES,
             page_bytes=parquet_settings.PAGE_BYTES,
         )
-        self.closed = False
 
     def add_native(self, dissector: Any) -> CaptureEnd:
         """One capture (a `wiredump._engine.Dissector` not iterated otherwise), dissected and
@@ -52,10 +51,8 @@ class EngineTables:
 
     def close(self) -> dict[str, int]:
         """Writes the last batches and every file's footer; the rows of each table."""
-        if not self.closed:
-            self.closed = True
-            try:
-                self.feed.finish_into(self.files)
-            finally:
-                self.files.close()
+        try:
+            self.feed.finish_into(self.files)
+        finally:
+            self.files.close()
         return dict(self.feed.counts())

@@ -595,18 +595,8 @@ impl TableFeed {
         py: Python<'_>,
         dissector: &Bound<'_, Dissector>,
     ) -> PyResult<Option<Batches>> {
-        // Only the builders read this dissector's frames: bodies may come as their text
-        // (a no-op once a connection has its session, so the first call decides).
-        dissector.borrow_mut().run.text_detail();
         loop {
-            let mut sink = Tables {
-                set: &mut self.set,
-                end: &mut self.end,
-            };
-            let outcome = stretch(py, dissector, &mut sink);
-            let outcome = outcome.map_err(table_error)?;
-            Self::hook(py, dissector)?;
-            match outcome {
+            match self.step(py, dissector)? {
                 StretchEnd::CaptureRead => return Ok(None),
                 StretchEnd::Ready => return Ok(Some(self.ready(py)?)),
                 StretchEnd::Hook => {}
@@ -623,14 +613,8 @@ impl TableFeed {
         dissector: &Bound<'_, Dissector>,
         files: &Bound<'_, ParquetTables>,
     ) -> PyResult<()> {
-        dissector.borrow_mut().run.text_detail();
         loop {
-            let mut sink = Tables {
-                set: &mut self.set,
-                end: &mut self.end,
-            };
-            let outcome = stretch(py, dissector, &mut sink).map_err(table_error)?;
-            Self::hook(py, dissector)?;
+            let outcome = self.step(py, dissector)?;
             files.borrow_mut().send_ready(py, &mut self.set)?;
             match outcome {
                 StretchEnd::CaptureRead => return Ok(()),
@@ -683,6 +667,21 @@ impl TableFeed {
 }
 
 impl TableFeed {
+    /// One stretch of `dissector`'s capture into the builders (until a batch is ready, the
+    /// hook is due or the capture is read), then the hook: what `pump` and `pump_into` repeat.
+    fn step(&mut self, py: Python<'_>, dissector: &Bound<'_, Dissector>) -> PyResult<StretchEnd> {
+        // Only the builders read this dissector's frames: bodies may come as their text
+        // (a no-op once a connection has its session, so the first call decides).
+        dissector.borrow_mut().run.text_detail();
+        let mut sink = Tables {
+            set: &mut self.set,
+            end: &mut self.end,
+        };
+        let outcome = stretch(py, dissector, &mut sink).map_err(table_error)?;
+        Self::hook(py, dissector)?;
+        Ok(outcome)
+    }
+
     /// Calls the dissector's `on_record` for the records read since the last call, with the
     /// dissector not borrowed (the CLI's progress hook reads its `bytes_read`).
     pub(super) fn hook(py: Python<'_>, dissector: &Bound<'_, Dissector>) -> PyResult<()> {
